@@ -1,0 +1,31 @@
+# Two entry points for a fresh machine: `make demo` and `make test`.
+# Each creates its own virtual environment (.venv) and installs the pinned stack from settings.ini.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+UV := $(shell command -v uv 2>/dev/null)
+ifeq ($(UV),)
+UV := $(VENV)/bin/uv
+endif
+PYTEST_ARGS ?=
+
+.PHONY: venv demo test lint-nbs clean-runs
+
+$(VENV)/.installed: settings.ini setup.py
+	@command -v uv >/dev/null 2>&1 || { python3 -m venv $(VENV) && $(VENV)/bin/pip install -q uv; }
+	$(UV) venv -q --allow-existing -p python3.11 $(VENV) 2>/dev/null || $(UV) venv -q --allow-existing $(VENV)
+	$(UV) pip install -q -p $(PY) -e ".[dev]"
+	$(UV) pip install -q -p $(PY) --no-deps $$($(PY) tools/settings.py nodeps_requirements)
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@
+
+venv: $(VENV)/.installed  ## create .venv with the pinned stack
+
+demo: venv  ## run the demo study (Motif 3 on the sim target) and print its summary
+	$(VENV)/bin/workbench demo
+
+test: venv  ## run every notebook test (nbdev) and the pytest suite
+	$(VENV)/bin/pytest -q -n 2 tests $(PYTEST_ARGS)
+
+lint-nbs: venv  ## fail when notebooks are dirty or out of sync with the package
+	$(PY) tools/check_nbs.py
