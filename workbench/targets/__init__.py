@@ -1,0 +1,1 @@
+# Targets: sim (DynoSim replay), local (live Dynamo graph), k8s (cluster).
