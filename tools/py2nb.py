@@ -3,7 +3,7 @@ import sys
 from pathlib import Path
 import jupytext, nbformat
 
-KERNEL = {'kernelspec': {'display_name': 'Python 3 (ipykernel)', 'language': 'python', 'name': 'python3'}}
+KERNEL = {'kernelspec': {'display_name': 'python3', 'language': 'python', 'name': 'python3'}}
 
 def convert(src: Path, dst: Path):
     "Write `src` as a clean notebook at `dst` with the python3 kernelspec."
