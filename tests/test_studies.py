@@ -1,0 +1,40 @@
+"Papermill executes every study notebook on the sim target with small parameters; the runs land in MLflow with the study structure."
+import json, os
+from pathlib import Path
+import pytest
+import papermill as pm
+from mlflow.tracking import MlflowClient
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDIES = sorted((ROOT/'nbs'/'studies').glob('*.ipynb'))
+MODELS = {'ax_k2': 'ax-k2', 'k_exaone_2': 'k-exaone-2', 'solar_open_2': 'solar-open-2', 'motif_3': 'motif-3'}
+
+@pytest.mark.parametrize('nb', STUDIES, ids=[p.stem for p in STUDIES])
+def test_study_notebook(nb, tmp_path, monkeypatch):
+    "Execute one study notebook (two setting groups, 120 requests a point) and check the MLflow run structure."
+    monkeypatch.setenv('WORKBENCH_RUNS', str(tmp_path))
+    uri = f"sqlite:///{tmp_path/'mlflow.db'}"
+    out = tmp_path/nb.name
+    pm.execute_notebook(str(nb), str(out), cwd=str(nb.parent), kernel_name='python3', progress_bar=False,
+                        parameters={'groups': ['routing', 'speculative'], 'request_count': 120, 'tracking_uri': uri, 'study': f'ci-{nb.stem}'})
+    model = MODELS[nb.stem]
+    c = MlflowClient(uri)
+    exp = c.get_experiment_by_name(model)
+    assert exp is not None, f'no experiment {model}'
+    parents = c.search_runs([exp.experiment_id], "tags.`workbench.kind` = 'study'")
+    assert [r.data.tags['workbench.study'] for r in parents] == [f'ci-{nb.stem}']
+    parent = parents[0]
+    assert parent.info.status == 'FINISHED' and parent.data.params['target'] == 'sim' and 'git.sha' in parent.data.tags
+    kids = c.search_runs([exp.experiment_id], "tags.`workbench.kind` = 'point'")
+    assert len(kids) >= 2 and all(k.data.tags['mlflow.parentRunId'] == parent.info.run_id for k in kids)
+    for k in kids:
+        t, m, p = k.data.tags, k.data.metrics, k.data.params
+        assert t['workbench.target'] == 'sim' and t['workbench.simulated'] == 'true', t
+        assert {'workbench.group', 'workbench.variant_hash', 'workbench.recipe_version', 'workbench.image'} <= set(t), t
+        assert {'output_token_throughput', 'time_to_first_token.p50', 'output_tok_s_per_gpu', 'sla_passed'} <= set(m), m
+        assert 'topology' in p and any(key.endswith('parallelism.tensor_parallel_size') for key in p)
+    groups = {k.data.tags['workbench.group'] for k in kids}
+    assert {'recipe', 'baseline'} <= groups
+    summary = (tmp_path/f'ci-{nb.stem}'/'summary.txt').read_text()
+    assert 'SIMULATED' in summary and 'Published vs reproduced' in summary
+    assert (tmp_path/f'ci-{nb.stem}'/'pareto.png').exists()
