@@ -9,7 +9,7 @@ UV := $(VENV)/bin/uv
 endif
 PYTEST_ARGS ?=
 
-.PHONY: venv demo test lint-nbs clean-runs
+.PHONY: venv demo test test-fast lint-nbs
 
 $(VENV)/.installed: settings.ini setup.py
 	@command -v uv >/dev/null 2>&1 || { python3 -m venv $(VENV) && $(VENV)/bin/pip install -q uv; }
@@ -24,8 +24,16 @@ venv: $(VENV)/.installed  ## create .venv with the pinned stack
 demo: venv  ## run the demo study (Motif 3 on the sim target) and print its summary
 	$(VENV)/bin/workbench demo
 
-test: venv  ## run every notebook test (nbdev) and the pytest suite
-	$(VENV)/bin/pytest -q -n 2 tests $(PYTEST_ARGS)
+NBDEV_TEST_FLAGS ?= cluster slow
+export NBDEV_TEST_FLAGS
+
+test: venv  ## every notebook (slow and cluster cells included), the study notebooks, reliability tests
+	tools/k8s/build.sh
+	tools/install_chromium.sh
+	$(VENV)/bin/pytest -n 2 -p no:cacheprovider tests $(PYTEST_ARGS)
+
+test-fast: venv  ## the quick subset: notebook cells without flags
+	NBDEV_TEST_FLAGS= $(VENV)/bin/pytest -q -n 2 tests/test_notebooks.py $(PYTEST_ARGS)
 
 lint-nbs: venv  ## fail when notebooks are dirty or out of sync with the package
 	$(PY) tools/check_nbs.py
