@@ -324,26 +324,33 @@ def test_local_frontend_port_in_use(runs, monkeypatch):
 
 @slow
 def test_sigkill_live_local_study_leaves_no_process(runs):
-    "A live local study is SIGKILLed while its graph serves; PDEATHSIG takes the graph down, and the next run marks its runs stale."
+    """A live local study is SIGKILLed while its graph serves: PDEATHSIG takes the graph down at once, AIPerf (own session,
+    no PDEATHSIG) ends by itself once its requests fail, and the next run marks the study's runs stale."""
     from workbench import tracking
     db = runs/'mlflow.db'; uri = tracking.fresh_store(db)
     a = dict(model='motif-3', groups=['speculative'], concurrencies=[1], request_count=8, uri=uri, study='live-crash', target='local',
              target_options={'progress': False, 'osl': 32})
-    with started([sys.executable, '-c', RUNNER, json.dumps(a)], env=env_with()) as p:
-        graphs = lambda: list((runs/'local').glob('*/graph.json')) if (runs/'local').exists() else []
-        wait_for(lambda: graphs(), 240, 'a live graph up', p)
-        pids = [x['pid'] for x in json.loads(graphs()[0].read_text())['procs'].values()]
-        time.sleep(2)                                          # let AIPerf start on it
-        os.kill(p.pid, signal.SIGKILL); p.wait()
+    aiperf = lambda: [int(x) for x in subprocess.run(['pgrep', '-f', f'aiperf.*{runs}'], capture_output=True, text=True).stdout.split()]
+    pids = []
+    try:
+        with started([sys.executable, '-c', RUNNER, json.dumps(a)], env=env_with()) as p:
+            graphs = lambda: list((runs/'local').glob('*/graph.json')) if (runs/'local').exists() else []
+            wait_for(lambda: graphs(), 240, 'a live graph up', p)
+            pids = [x['pid'] for x in json.loads(graphs()[0].read_text())['procs'].values()]
+            wait_for(lambda: aiperf(), 60, 'AIPerf running on the graph', p)
+            os.kill(p.pid, signal.SIGKILL); p.wait()
         t0 = time.monotonic()
-        while [x for x in pids if alive(x)] and time.monotonic()-t0 < 30: time.sleep(0.5)
-        left = [x for x in pids if alive(x)]
-        aiperf_left = subprocess.run(['pgrep', '-f', f'aiperf.*{runs}'], capture_output=True, text=True).stdout.split()
-    for x in left + [int(y) for y in aiperf_left]:
-        try: os.killpg(x, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError): pass
-    assert not left, f'graph processes outlived the SIGKILLed study: {left}'
-    assert not aiperf_left, f'AIPerf outlived the SIGKILLed study: {aiperf_left}'
+        while [x for x in pids if alive(x)] and time.monotonic()-t0 < 20: time.sleep(0.2)
+        graph_s, left = time.monotonic()-t0, [x for x in pids if alive(x)]
+        while aiperf() and time.monotonic()-t0 < 60: time.sleep(0.5)
+        aiperf_s, aiperf_left = time.monotonic()-t0, aiperf()
+    finally:
+        for x in [x for x in pids if alive(x)] + aiperf():
+            try: os.killpg(x, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError): pass
+    assert not left, f'graph processes outlived the SIGKILLed study by 20 s: {left}'
+    assert not aiperf_left, f'AIPerf outlived the SIGKILLed study by 60 s: {aiperf_left}'
+    print(f'after SIGKILL: graph gone in {graph_s:.1f} s, AIPerf gone in {aiperf_s:.1f} s')
     assert [r for r in store_rows(db) if r['status'] == 'RUNNING'], 'the killed study left nothing RUNNING'
     assert tracking.mark_stale_runs(['motif-3'], tracking_uri=uri)
     assert not [r for r in store_rows(db) if r['status'] == 'RUNNING']
