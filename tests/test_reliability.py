@@ -250,6 +250,7 @@ current-context: x
     assert list(runs.iterdir()) == []
 
 
+@slow
 def test_failing_target_records_failed_points(runs):
     """A target that crashes mid-run (a worker died, AIPerf failed every request): its points are FAILED with the error,
     completed points are kept, the study goes on, and a later run retries them only when asked."""
