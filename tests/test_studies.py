@@ -24,6 +24,7 @@ def test_study_notebook(nb, tmp_path, monkeypatch):
     parents = c.search_runs([exp.experiment_id], "tags.`workbench.kind` = 'study'")
     assert [r.data.tags['workbench.study'] for r in parents] == [f'ci-{nb.stem}']
     parent = parents[0]
+    pid = parent.info.run_id
     assert parent.info.status == 'FINISHED' and parent.data.params['target'] == 'sim' and 'git.sha' in parent.data.tags
     kids = c.search_runs([exp.experiment_id], "tags.`workbench.kind` = 'point'")
     assert len(kids) >= 2 and all(k.data.tags['mlflow.parentRunId'] == parent.info.run_id for k in kids)
@@ -33,6 +34,13 @@ def test_study_notebook(nb, tmp_path, monkeypatch):
         assert {'workbench.group', 'workbench.variant_hash', 'workbench.recipe_version', 'workbench.image'} <= set(t), t
         assert {'output_token_throughput', 'time_to_first_token.p50', 'output_tok_s_per_gpu', 'sla_passed'} <= set(m), m
         assert 'topology' in p and any(key.endswith('parallelism.tensor_parallel_size') for key in p)
+    arts = {a.path for d in ('diagnosis', 'charts', 'overlap', 'offload', 'autoscale') for a in c.list_artifacts(pid, d)}
+    assert {'diagnosis/study_diagnosis.csv', 'charts/overlap_vs_reuse.png', 'overlap/overlap.csv'} <= arts, arts
+    kids = c.search_runs([exp.experiment_id], "tags.`workbench.kind` = 'point'")
+    assert all('diagnosis.likely' in k.data.tags and 'diag.actual_reuse_share' in k.data.metrics for k in kids)
+    if model == 'k-exaone-2':   # the notebook whose ops sections are on by default
+        assert {'offload/offload.csv', 'autoscale/autoscale.csv'} <= arts, arts
+        assert c.get_run(pid).data.tags['autoscale.planner_sla_mode'].startswith(('available', 'unavailable'))
     groups = {k.data.tags['workbench.group'] for k in kids}
     assert {'recipe', 'baseline'} <= groups
     summary = (tmp_path/f'ci-{nb.stem}'/'summary.txt').read_text()
