@@ -307,8 +307,8 @@ def test_local_frontend_port_in_use(runs, monkeypatch):
     "The frontend's port is taken between choosing and binding it: the graph start fails naming the frontend and its log, and stops every process it started."
     import workbench.targets.local as local
     from workbench.core import WorkbenchError
-    busy = socket.socket(); busy.bind(('127.0.0.1', 0)); busy.listen()
-    ports = iter([local.free_port(), busy.getsockname()[1]])
+    busy = socket.socket(); busy.bind(('127.0.0.1', 0)); busy.listen(); taken = busy.getsockname()[1]
+    ports = iter([local.free_port(), taken])
     monkeypatch.setattr(local, 'free_port', lambda host='127.0.0.1': next(ports))
     g = local.LocalGraph(ready_timeout_s=90)
     try:
@@ -316,7 +316,7 @@ def test_local_frontend_port_in_use(runs, monkeypatch):
     finally:
         g.stop(); busy.close()
     msg = str(e.value)
-    assert 'frontend' in msg and 'frontend.log' in msg and 'Fix:' in msg, msg
+    assert 'frontend' in msg and 'frontend.log' in msg and f'port {taken} already in use' in msg and 'Fix:' in msg, msg
     assert g.procs and not [p.pid for p in g.procs if alive(p.pid)], 'a graph process survived the failed start'
 
 
