@@ -78,8 +78,12 @@ def main():
 
     concs = sim_concurrencies(a.sim_points)
     def sim():
-        return {m: run_study(m, concurrencies=c, request_count=a.request_count, tracking_uri=uri, progress=False,
-                             target_options={'progress': False}) for m, c in concs.items()}
+        outs = {}
+        for m, c in concs.items():
+            outs[m] = run_study(m, concurrencies=c, request_count=a.request_count, tracking_uri=uri, progress=False,
+                                target_options={'progress': False})
+            rss[f'after_sim_{m}'] = rss_mb()
+        return outs
     sim_out, t_sim = part('sim', sim)
     rss['after_sim'] = rss_mb()
     report['sim'] = {'concurrencies': concs, **t_sim, 'ran': sum(o.ran for o in sim_out.values()),
@@ -110,7 +114,7 @@ def main():
     report['resume'] = {**t_res, 'ran': sum(o.ran for o in res_out), 'reused': sum(o.reused for o in res_out),
                         'skipped_failed': sum(len(o.failed) for o in res_out)}
     cur, peak = tracemalloc.get_traced_memory(); tracemalloc.stop()
-    report['memory'] = {'rss_mb': rss, 'rss_growth_mb': rss['after_resume']-rss['after_sim'],
+    report['memory'] = {'rss_mb': rss, 'rss_growth_after_sim_mb': rss['after_resume']-rss['after_sim'],
                         'tracemalloc_current_mb': cur/2**20, 'tracemalloc_peak_mb': peak/2**20}
     report['sqlite_locked_retries'] = tracking.RETRIES['locked']-r0
     report['store'] = store_check(db)
