@@ -7,7 +7,12 @@ from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = sorted((ROOT/'nbs'/'studies').glob('*.ipynb'))
-MODELS = {'ax_k2': 'ax-k2', 'k_exaone_2': 'k-exaone-2', 'solar_open_2': 'solar-open-2', 'motif_3': 'motif-3'}
+from workbench.recipes import list_recipes
+MODELS = {m.replace('-', '_'): m for m in list_recipes()}   # study notebook stem -> recipe id, from the recipes
+
+def test_every_recipe_has_a_study_notebook():
+    "The study notebooks are exactly one per recipe."
+    assert sorted(p.stem for p in STUDIES) == sorted(MODELS)
 
 @pytest.mark.parametrize('nb', STUDIES, ids=[p.stem for p in STUDIES])
 def test_study_notebook(nb, tmp_path, monkeypatch):
