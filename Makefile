@@ -38,4 +38,5 @@ test-fast: venv  ## the quick subset: notebook cells without flags
 lint-nbs: venv  ## fail when notebooks are dirty or out of sync with the package, or the package breaks the ergonomics rules
 	$(PY) tools/check_nbs.py
 	$(PY) tools/check_ergonomics.py
+	$(PY) tools/study_notebooks.py --check
 	$(PY) tools/import_graph.py > /dev/null

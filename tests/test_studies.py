@@ -14,6 +14,17 @@ def test_every_recipe_has_a_study_notebook():
     "The study notebooks are exactly one per recipe."
     assert sorted(p.stem for p in STUDIES) == sorted(MODELS)
 
+def test_study_notebooks_in_sync_with_template():
+    "Each study notebook is what nbs/studies/study_template.py renders for its recipe (title, intro, parameters, cells)."
+    import sys
+    sys.path.insert(0, str(ROOT/'tools'))
+    import study_notebooks
+    assert study_notebooks.out_of_sync() == []
+    nb = study_notebooks.render('k-exaone-2')
+    params = next(c.source for c in nb.cells if 'parameters' in (c.metadata.get('tags') or []))
+    assert "model: str = 'k-exaone-2'" in params and 'ops_sections: bool = True' in params   # the recipe's study_defaults
+    assert 'ops_sections: bool = False' in next(c.source for c in study_notebooks.render('motif-3').cells if 'parameters' in (c.metadata.get('tags') or []))
+
 @pytest.mark.parametrize('nb', STUDIES, ids=[p.stem for p in STUDIES])
 def test_study_notebook(nb, tmp_path, monkeypatch):
     "Execute one study notebook (two setting groups, 120 requests a point) and check the MLflow run structure."
