@@ -39,4 +39,5 @@ lint-nbs: venv  ## fail when notebooks are dirty or out of sync with the package
 	$(PY) tools/check_nbs.py
 	$(PY) tools/check_ergonomics.py
 	$(PY) tools/study_notebooks.py --check
+	$(PY) tools/check_examples.py
 	$(PY) tools/import_graph.py > /dev/null
