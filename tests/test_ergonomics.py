@@ -18,3 +18,13 @@ def test_rules_fail(tmp_path, monkeypatch):
     got = sorted(ce.key(v) for v in ce.violations())
     assert got == ['class-names workbench/a.py:Dup', 'function-lines workbench/a.py:long', 'module-lines workbench/b.py:b',
                    'positional-params workbench/a.py:many'], got
+
+def test_examples_check_fails(tmp_path):
+    "An exported function with no asserting cell before the next export is reported; one with an example is not."
+    import json
+    import check_examples as cx
+    cell = lambda src: {'cell_type': 'code', 'source': src, 'metadata': {}, 'outputs': [], 'execution_count': None}
+    nb = tmp_path/'x.ipynb'
+    nb.write_text(json.dumps({'cells': [cell('#| export\ndef shown(): return 1'), cell('test_eq(shown(), 1)'),
+                                        cell('#| export\ndef hidden(): return 2'), cell('#| export\ndef last(): return 3'), cell('print(last())')]}))
+    assert cx.missing(nb) == ['hidden', 'last']
