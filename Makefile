@@ -35,5 +35,9 @@ test: venv  ## every notebook (slow and cluster cells included), the study noteb
 test-fast: venv  ## the quick subset: notebook cells without flags
 	NBDEV_TEST_FLAGS= $(VENV)/bin/pytest -q -n 2 tests/test_notebooks.py $(PYTEST_ARGS)
 
-lint-nbs: venv  ## fail when notebooks are dirty or out of sync with the package
+lint-nbs: venv  ## fail when notebooks are dirty or out of sync with the package, or the package breaks the ergonomics rules
 	$(PY) tools/check_nbs.py
+	$(PY) tools/check_ergonomics.py
+	$(PY) tools/study_notebooks.py --check
+	$(PY) tools/check_examples.py
+	$(PY) tools/import_graph.py > /dev/null

@@ -40,7 +40,7 @@ def main():
             t0 = time.time()
             [r] = run_points(g, spec.at(c, request_count=a.requests_per_concurrency*c), smoke=False, progress=False)
             wall = time.time() - t0
-            bd = load_aiperf_export(r.extra['export'])['benchmark_duration']['avg']
+            bd = load_aiperf_export(r.extra['export']).benchmark_duration.avg
             ap_wall = r.extra['aiperf_wall_s']
             rows.append(dict(concurrency=c, requests=r.request_count, point_wall_s=wall, aiperf_wall_s=ap_wall,
                              benchmark_s=bd, aiperf_fixed_s=ap_wall-bd, workbench_s=wall-ap_wall))

@@ -8,8 +8,8 @@ os.environ.setdefault('DYN_LOG', 'error')
 import pandas as pd
 from workbench.variants import recipe_variant
 from workbench.recipes import load_traces
-from workbench.targets.sim import variant_setup, simulate, Workload
-from workbench.diagnosis import sim_point, diagnosis_record, offload_study
+from workbench.targets.sim import variant_setup, simulate, SimWorkload
+from workbench.diagnosis import diagnosis_record, offload_study
 from workbench.planner import ramp_trace, autoscale_compare, planner_status
 
 def main():
@@ -20,7 +20,7 @@ def main():
     pd.set_option('display.width', 250); pd.set_option('display.max_colwidth', 60)
     v = recipe_variant(a.model); st, _ = variant_setup(v, requests=a.requests)
     c = v.recipe.benchmarks[v.topology_name].concurrency[0]
-    t0 = time.time(); r = sim_point(st, c, variant=v.name)
+    t0 = time.time(); r = simulate(st, c, variant=v.name)
     wl = v.recipe.benchmarks[v.topology_name].workload
     tr = load_traces().get(wl.trace) if wl.trace else None
     d = diagnosis_record(r, v.recipe.sla, max_num_seqs=st.workers[0].max_num_seqs,
@@ -29,7 +29,7 @@ def main():
     if not st.disaggregated:
         t0 = time.time(); off = offload_study(st, c, progress=False)
         print(f'\n== KV host offload [simulated] ({time.time()-t0:.1f} s)', off.attrs.get('notes'), '\n', off.round(3).to_string())
-        st8 = st.model_copy(update={'workload': Workload(isl_mean=8192, osl_mean=1024, isl_cv=0.5, osl_cv=0.3, requests=120)})
+        st8 = st.model_copy(update={'workload': SimWorkload(isl_mean=8192, osl_mean=1024, isl_cv=0.5, osl_cv=0.3, requests=120)})
         cap = simulate(st8, c).value('request_throughput')
         print('\n== autoscaling:', planner_status()['reason'])
         for peak, top in ((2.5, 3), (5.0, 4)):

@@ -258,8 +258,9 @@ def test_failing_target_records_failed_points(runs):
     from workbench.core import WorkbenchError
     from workbench.results import BenchResult, Metric
     from workbench.study import run_study
+    from workbench.targets.base import BaseTarget
 
-    class Crashy:
+    class Crashy(BaseTarget):
         name, engine = 'fake', 'replay'
         def __init__(self): self.crash = True
         def fingerprint(self, v): return {}

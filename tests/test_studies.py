@@ -7,7 +7,23 @@ from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = sorted((ROOT/'nbs'/'studies').glob('*.ipynb'))
-MODELS = {'ax_k2': 'ax-k2', 'k_exaone_2': 'k-exaone-2', 'solar_open_2': 'solar-open-2', 'motif_3': 'motif-3'}
+from workbench.recipes import list_recipes
+MODELS = {m.replace('-', '_'): m for m in list_recipes()}   # study notebook stem -> recipe id, from the recipes
+
+def test_every_recipe_has_a_study_notebook():
+    "The study notebooks are exactly one per recipe."
+    assert sorted(p.stem for p in STUDIES) == sorted(MODELS)
+
+def test_study_notebooks_in_sync_with_template():
+    "Each study notebook is what nbs/studies/study_template.py renders for its recipe (title, intro, parameters, cells)."
+    import sys
+    sys.path.insert(0, str(ROOT/'tools'))
+    import study_notebooks
+    assert study_notebooks.out_of_sync() == []
+    nb = study_notebooks.render('k-exaone-2')
+    params = next(c.source for c in nb.cells if 'parameters' in (c.metadata.get('tags') or []))
+    assert "model: str = 'k-exaone-2'" in params and 'ops_sections: bool = True' in params   # the recipe's study_defaults
+    assert 'ops_sections: bool = False' in next(c.source for c in study_notebooks.render('motif-3').cells if 'parameters' in (c.metadata.get('tags') or []))
 
 @pytest.mark.parametrize('nb', STUDIES, ids=[p.stem for p in STUDIES])
 def test_study_notebook(nb, tmp_path, monkeypatch):

@@ -1,0 +1,82 @@
+"""Benchmark: what the workbench costs beyond the simulator's own work (issue 15, item 10).
+
+Prints, with the goals beside them:
+  first cell   the study notebook's first code cell (imports, load_recipe, recipe_variant) in a fresh process   goal <= 2 s
+  import sim   `import workbench.targets.sim` in a fresh process
+  warm study   a small sim study in one process whose profile, calibration and trace caches are warm: wall time
+               minus the time spent inside the replay engine (`workbench.targets.sim.replay`)                 goal <= 2 s
+  demo         with --demo, `workbench demo` end to end (the notebook run by papermill)                          goal <= 30 s
+Each fresh-process figure is the best of --repeat runs (the machine is shared; the best run is the one least
+disturbed by others). `make demo` on a fresh clone adds `make venv` (about 15 s with a warm package cache).
+
+    .venv/bin/python bench/import_cost.py [--repeat 3] [--demo]
+"""
+import argparse, os, subprocess, sys, tempfile, time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+FIRST_CELL = '''
+import time; t0 = time.perf_counter()
+import pandas as pd
+from IPython.display import display, Markdown
+from workbench.core import runs_dir
+from workbench.recipes import load_recipe
+from workbench.variants import recipe_variant
+from workbench.manifests import render_all, to_yaml
+from workbench import study as st
+recipe = load_recipe('motif-3'); rv = recipe_variant(recipe, None)
+print(time.perf_counter() - t0)
+'''
+IMPORT_SIM = 'import time; t0 = time.perf_counter(); import workbench.targets.sim; print(time.perf_counter() - t0)'
+
+def fresh(code:str, repeat:int) -> float:
+    "Best of `repeat` fresh-process timings of `code` (which prints its own seconds)."
+    return min(float(subprocess.run([PY, '-c', code], capture_output=True, text=True, check=True, cwd=ROOT).stdout.split()[-1])
+               for _ in range(repeat))
+
+def warm_study(repeat:int=3) -> tuple[float, float, int]:
+    "(wall, seconds inside the replay engine, points) of a small study in this process with warm caches (best of `repeat`)."
+    import workbench.targets.sim as sim
+    from workbench import tracking
+    from workbench.study import run_study
+    spent = [0.0]
+    real = sim.replay
+    def timed(*a, **k):
+        t = time.perf_counter()
+        try: return real(*a, **k)
+        finally: spent[0] += time.perf_counter() - t
+    sim.replay = timed
+    kw = dict(groups=['speculative', 'cache'], concurrencies=[4, 8], request_count=120, progress=False, target_options={'progress': False})
+    runs = []
+    with tempfile.TemporaryDirectory() as d:
+        run_study('motif-3', tracking_uri=tracking.fresh_store(Path(d)/'warmup.db'), **kw)        # fills the caches and imports
+        for i in range(repeat):                                                                   # fresh stores: every point runs
+            spent[0] = 0.0
+            t = time.perf_counter()
+            out = run_study('motif-3', tracking_uri=tracking.fresh_store(Path(d)/f'measured{i}.db'), **kw)
+            runs.append((time.perf_counter() - t, spent[0], out.ran))
+    sim.replay = real
+    return min(runs, key=lambda r: r[0] - r[1])
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--repeat', type=int, default=3)
+    ap.add_argument('--demo', action='store_true', help='also time `workbench demo` (about a minute of simulation)')
+    a = ap.parse_args()
+    os.environ.setdefault('DYN_LOG', 'error')
+    print(f'first cell   {fresh(FIRST_CELL, a.repeat):6.2f} s   (goal <= 2 s; best of {a.repeat} fresh processes)')
+    print(f'import sim   {fresh(IMPORT_SIM, a.repeat):6.2f} s   (best of {a.repeat} fresh processes)')
+    wall, rep, n = warm_study(a.repeat)
+    print(f'warm study   {wall - rep:6.2f} s   of workbench time beyond the replays (goal <= 2 s): wall {wall:.2f} s, '
+          f'replay engine {rep:.2f} s, {n} points, in-process with warm caches')
+    if a.demo:
+        with tempfile.TemporaryDirectory() as d:
+            t = time.perf_counter()
+            subprocess.run([str(Path(PY).with_name('workbench')), 'demo', '-q'], cwd=ROOT, check=True, capture_output=True,
+                           env={**os.environ, 'WORKBENCH_RUNS': d})
+            print(f'demo         {time.perf_counter() - t:6.2f} s   (goal <= 30 s; `workbench demo`, without make venv)')
+    print(f'machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}')
+
+if __name__ == '__main__': main()

@@ -1,0 +1,182 @@
+# The one source of the study notebooks (nbs/studies/<model>.ipynb): edit this file, then run
+# `.venv/bin/python tools/study_notebooks.py` to write the four notebooks. `{{model}}`, `{{display_name}}`,
+# `{{intro}}` and `{{sla}}` are rendered from each recipes/<model>/recipe.yaml; a recipe's `study_defaults`
+# replace the defaults of the parameters cell. tests/test_studies.py fails when a notebook is out of sync.
+
+# %% [markdown]
+# # {{display_name}} study: reproduce the recipe, then one setting group at a time
+#
+# {{intro}}
+#
+# This notebook is run interactively in JupyterLab or in batch by papermill (`workbench run {{model}}`).
+# It loads the recipe, renders its manifests, reproduces the recipe and the articles' baseline, compares
+# them with the published figures, then changes one setting group at a time with every other group
+# held at the recipe, and picks the best variant per group under the SLA. Every point goes to MLflow.
+# On the default `sim` target every number is **simulated** (and labelled so), never measured.
+
+# %% tags=["parameters"]
+model: str = '{{model}}'  # recipe id, a folder under recipes/
+target: str = 'sim'  # where to run: sim (calibrated B200 simulation, CPU), local (Dynamo frontend + workers on this machine), k8s (cluster)
+topology: str = ''  # topology to reproduce (empty: the recipe default)
+groups: list = ['parallelism', 'routing', 'cache', 'speculative', 'kernels', 'topology']  # setting groups to sweep
+custom: dict = {}  # candidates replacing the defaults of a group, e.g. cache: list of changes
+overrides: dict = {}  # per group, a written reason that allows a pinned setting to change
+concurrencies: list = []  # concurrencies per variant (empty: the recipe benchmark of each topology)
+request_count: int = 300  # requests per point (sim and local)
+seed: int = 42  # workload seed
+tracking_uri: str = ''  # MLflow store (empty: sqlite at runs/mlflow.db)
+kube_context: str = ''  # k8s target: kube context (empty: the current context)
+namespace: str = 'default'  # k8s target: namespace
+study: str = ''  # study id (empty: derived from the parameters, so the same parameters resume the same study)
+rerun_failed: bool = False  # re-run points that failed before
+ops_sections: bool = False  # KV host-offload and autoscaling sections (always simulated; about 20-40 s)
+
+# %% [markdown]
+# Derived values live below the parameters cell, so papermill's injected parameters reach them.
+
+# %%
+import pandas as pd
+from IPython.display import display, Markdown
+from workbench.core import runs_dir
+from workbench.recipes import load_recipe
+from workbench.variants import recipe_variant
+from workbench.manifests import render_all, to_yaml
+from workbench import study as st
+
+pd.set_option('display.width', 200); pd.set_option('display.max_columns', 20); pd.set_option('display.max_colwidth', 60)
+recipe = load_recipe(model)
+rv = recipe_variant(recipe, topology or None)
+target_options = {'context': kube_context or None, 'namespace': namespace} if target == 'k8s' else {}
+
+# %% [markdown]
+# ## The recipe
+#
+# Every value below comes from `recipes/{{model}}/recipe.yaml` (sources listed there).
+
+# %%
+display(st.recipe_summary(recipe))
+display(Markdown('**Pinned settings:** ' + '; '.join(f'`{p.setting}`: {p.reason}' for p in recipe.pins)))
+
+# %% [markdown]
+# ## Manifests
+#
+# The recipe's DynamoGraphDeployment (validated against the real CRD), model-cache PVC, download Job and
+# AIPerf Jobs, written beside this notebook's outputs and logged with every point.
+
+# %%
+objects = render_all(rv, study or None)
+manifest_yaml = to_yaml(objects)
+print(f'{len(objects)} objects: ' + ', '.join(f"{o['kind']}/{o['metadata']['name']}" for o in objects))
+
+# %% [markdown]
+# ## Run the study
+#
+# Recipe and baseline first, then each group's candidates. Refused candidates (pinned settings,
+# configurations that cannot run) are listed with their reason instead of being run.
+
+# %%
+out = st.run_study(model, target=target, topology=topology or None, groups=groups, custom=custom or None, overrides=overrides or None,
+                   concurrencies=concurrencies or None, request_count=request_count, seed=seed, study=study or None,
+                   tracking_uri=tracking_uri or None, rerun_failed=rerun_failed, target_options=target_options)
+out_dir = runs_dir()/out.study; out_dir.mkdir(parents=True, exist_ok=True)
+(out_dir/'manifests.yaml').write_text(manifest_yaml)
+print(f'study {out.study}: {out.ran} points run, {out.reused} reused from MLflow, {len(out.failed)} failed, {len(out.refused)} candidates refused')
+
+# %% [markdown]
+# ## Published vs reproduced
+#
+# Each published figure beside the matching point. `kind` says what the reproduced number is:
+# `simulated (calibrated)` was fitted to that very figure (its ratio is the fit residual),
+# `simulated (medium|low)` is a prediction, `measured` came from a real engine.
+
+# %%
+pvr = st.published_vs_reproduced(out, recipe)
+display(pvr)
+
+# %% [markdown]
+# ## Every point, and the best per group under the SLA
+#
+# The SLA is the recipe's: {{sla}}. Points whose
+# variant failed a functional check are excluded from "best".
+
+# %%
+table = st.results_table(out)
+display(table.drop(columns=['variant_hash']))
+best = st.best_per_group(out)
+display(best)
+display(st.excluded_table(out))
+
+# %% [markdown]
+# ## Charts
+#
+# The Pareto view (tok/s/GPU against tok/s/user, one line per variant across concurrencies, with the SLA
+# line), published vs reproduced, and per-group deltas against the recipe; saved as PNG and SVG and
+# logged to the study's MLflow run.
+
+# %%
+charts = st.study_charts(out, recipe, out_dir)
+for c in charts.values(): display(c)
+
+# %% [markdown]
+# ## Diagnosis, and router-estimated overlap vs engine KV reuse
+#
+# Every point is checked with the recipes' operator rules: TTFT up -> queue length and prefill load,
+# then the router's estimated prefix overlap against the engine's actual KV reuse; ITL up -> decode
+# load and KV cache usage (disaggregated: KV transfer time); failed requests -> readiness, OOM and
+# requests over the context limit. A variant is compared with the recipe's point at the same
+# concurrency. Each point's diagnosis goes to its MLflow child run (`diagnosis.*` tags, `diag.*`
+# metrics, `diagnosis/diagnosis.csv`); the full table, the overlap-vs-reuse numbers (metrics
+# `overlap.<variant>.<concurrency>.*`) and the chart go to the study's parent run. On the sim the
+# signals come from the replay engine and are simulated; on local and k8s from the frontend's
+# Prometheus metrics and AIPerf.
+
+# %%
+from workbench import diagnosis as dg, tracking
+diag = dg.log_study_diagnosis(tracking.client(out.tracking_uri), out.run_id, out.results, recipe, sla=out.sla, meta=out.meta, folder=out_dir)
+print(f"{diag['points_logged']} point diagnoses logged to their child runs")
+display(diag['summary'].drop(columns=['variant_hash']))
+display(diag['overlap'].drop(columns=['variant_hash']))
+if diag['chart'] is not None: display(diag['chart'])
+
+# %% [markdown]
+# ## KV host offload (simulated)
+#
+# When does a host-memory KV tier (`cache.host_offload_gb`, KVBM) help? When the working set of
+# recurring prefixes is larger than the GPU KV cache, so blocks are evicted before they are reused
+# (K-EXAONE measured 8.8% reuse on a 70%-reuse trace). The recipe's deployment on the sim, with the
+# working set set to 0.5x and 4x the GPU KV capacity, without and with a 2 TB host tier per worker.
+# Speculative decoding is off in every row (the replay engine does not combine it with host offload
+# yet). Runs only with `ops_sections`; logged to the study's parent run (`offload.*`).
+
+# %%
+if ops_sections:
+    offload = dg.offload_section(model, client=tracking.client(out.tracking_uri), run_id=out.run_id)
+    print(f"[{offload.attrs['provenance']}] GPU KV capacity {offload.attrs['gpu_kv_tokens']:,} tokens; " + '; '.join(offload.attrs['notes']))
+    display(offload.drop(columns=['model']))
+else: print('skipped: ops_sections is False')
+
+# %% [markdown]
+# ## SLA-driven autoscaling (simulated)
+#
+# A load ramp (0.5x, 2.5x, 0.5x of what one replica sustains) replayed against fixed pools of 1 and
+# 3 replicas, Dynamo's Planner (load-based, run in the replay engine) and the workbench's SLA policy:
+# SLA violations and GPU-hours. The Planner's SLA mode needs AISimulate's performance model, which is
+# not installable here: its row says so and holds no numbers. Worker startup while scaling is an
+# assumption (30 s). Runs only with `ops_sections`; logged to the study's parent run (`autoscale.*`).
+
+# %%
+if ops_sections:
+    from workbench.planner import planner_section
+    autoscale = planner_section(model, client=tracking.client(out.tracking_uri), run_id=out.run_id)
+    print(f"[{autoscale.attrs['provenance']}] " + '; '.join(autoscale.attrs['notes']))
+    display(autoscale[['policy', 'available', 'gpu_hours', 'mean_replicas', 'max_replicas', 'scaling_events', 'violating_requests',
+                       'violation_share', 'violations_vs_fixed_min', 'gpu_hours_vs_fixed_max', 'provenance', 'note']])
+else: print('skipped: ops_sections is False')
+
+# %% [markdown]
+# ## Summary
+
+# %%
+summary = st.summary_text(out, recipe, pvr, best)
+(out_dir/'summary.txt').write_text(summary)
+print(summary)

@@ -1,0 +1,30 @@
+"The ergonomics check passes on the package (baseline included) and fails on a module that breaks its rules."
+import sys
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]/'tools'))
+import check_ergonomics as ce
+
+def test_package_passes():
+    "No rule is broken beyond the baseline, and no baseline entry is stale."
+    assert ce.main([]) == 0
+
+def test_rules_fail(tmp_path, monkeypatch):
+    "Each rule reports its breach: long function, five positional parameters, a repeated class name, a long module."
+    pkg = tmp_path/'workbench'; pkg.mkdir()
+    body = '\n'.join(f'    x{i} = {i}' for i in range(85))
+    (pkg/'a.py').write_text(f'class Dup: pass\ndef long():\n{body}\n    return 0\ndef many(a, b, c, d, e): pass\ndef ok(a, b, c, d, *, e): pass\n')
+    (pkg/'b.py').write_text('class Dup: pass\n' + 'x = 1\n'*600)
+    monkeypatch.setattr(ce, 'ROOT', tmp_path); monkeypatch.setattr(ce, 'PKG', pkg)
+    got = sorted(ce.key(v) for v in ce.violations())
+    assert got == ['class-names workbench/a.py:Dup', 'function-lines workbench/a.py:long', 'module-lines workbench/b.py:b',
+                   'positional-params workbench/a.py:many'], got
+
+def test_examples_check_fails(tmp_path):
+    "An exported function with no asserting cell before the next export is reported; one with an example is not."
+    import json
+    import check_examples as cx
+    cell = lambda src: {'cell_type': 'code', 'source': src, 'metadata': {}, 'outputs': [], 'execution_count': None}
+    nb = tmp_path/'x.ipynb'
+    nb.write_text(json.dumps({'cells': [cell('#| export\ndef shown(): return 1'), cell('test_eq(shown(), 1)'),
+                                        cell('#| export\ndef hidden(): return 2'), cell('#| export\ndef last(): return 3'), cell('print(last())')]}))
+    assert cx.missing(nb) == ['hidden', 'last']
