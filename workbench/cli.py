@@ -13,7 +13,8 @@ from .manifests import render_all, to_yaml, write_manifests
 
 # %% auto #0
 __all__ = ['NOTEBOOKS', 'study_notebook', 'parse_params', 'notebook_parameters', 'check_params', 'preflight', 'run_notebook',
-           'cmd_list', 'cmd_render', 'cmd_run', 'cmd_sweep', 'cmd_compare', 'cmd_ui', 'cmd_demo', 'parser', 'main']
+           'cmd_list', 'cmd_render', 'cmd_run', 'cmd_sweep', 'cmd_compare', 'cmd_ui', 'cmd_server', 'cmd_demo',
+           'parser', 'main']
 
 # %% ../nbs/40_cli.ipynb #d63bd49d
 NOTEBOOKS = {'ax-k2': 'ax_k2.ipynb', 'k-exaone-2': 'k_exaone_2.ipynb', 'solar-open-2': 'solar_open_2.ipynb', 'motif-3': 'motif_3.ipynb'}
@@ -57,13 +58,14 @@ def _literal(text):
 
 def preflight(model:str, params:dict) -> None:
     "Check parameters, recipe, plan and target of a study notebook run before anything is created."
-    from workbench import study as st
+    from workbench import study as st, tracking
     check_params(model, params)
     p = {k: _literal(v[1]) for k, v in notebook_parameters(model).items()} | params
     recipe = load_recipe(model)
     st._check_inputs(p.get('groups') or None, p.get('concurrencies') or None, p.get('request_count'), p.get('seed', 42), p.get('custom') or None)
     plan = st.plan_study(recipe, p.get('topology') or None, p.get('groups') or None, p.get('overrides') or None, custom=p.get('custom') or None)
     st._check_custom(plan, p.get('custom') or None)
+    tracking.check_server(tracking.tracking_uri(p.get('tracking_uri') or None))   # a server that is down or refuses the password
     opts = {'context': p.get('kube_context') or None, 'namespace': p.get('namespace')} if p['target'] == 'k8s' else {}
     t = st.get_target(p['target'], **opts)
     if hasattr(t, 'preflight'): t.preflight()
@@ -142,6 +144,12 @@ def cmd_ui(a):
     from workbench import tracking
     tracking.ui(a.port, tracking_uri=a.tracking_uri)
 
+def cmd_server(a):
+    "Start, stop or show the team's MLflow tracking server (PostgreSQL store, served artifacts, basic auth) on 127.0.0.1."
+    from workbench import server
+    kw = {'port': a.port, 'admin_password_file': a.admin_password_file} if a.action == 'start' else {}
+    print(server.command(a.action, a.dir, **kw))
+
 # %% ../nbs/40_cli.ipynb #cb763270
 def cmd_demo(a):
     "Run the Motif 3 study on sim and print its summary."
@@ -169,6 +177,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument('model'); c.add_argument('--study'); c.add_argument('--tracking-uri')
     u = sub.add_parser('ui', help='MLflow UI on 127.0.0.1'); u.set_defaults(fn=cmd_ui)
     u.add_argument('--port', type=int, default=5000); u.add_argument('--tracking-uri')
+    v = sub.add_parser('server', help='shared MLflow tracking server (PostgreSQL, basic auth) on 127.0.0.1'); v.set_defaults(fn=cmd_server)
+    v.add_argument('action', choices=['start', 'stop', 'status']); v.add_argument('--dir', help='server folder (default runs/server)')
+    v.add_argument('--port', type=int, default=5000); v.add_argument('--admin-password-file', help='file with the admin password (default: $MLFLOW_AUTH_ADMIN_PASSWORD, else generated)')
     return p
 
 def main(argv=None):

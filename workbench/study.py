@@ -269,6 +269,7 @@ def run_study(model:str, *, target:Target|str='sim', topology:str|None=None, gro
     params = {'model': model, 'target': target.name, 'topology': tname, 'groups': list(groups or GROUPS), 'custom': custom or {},
               'concurrencies': concurrencies, 'request_count': request_count, 'seed': seed, **(params or {})}
     sid = study or study_id(model, target.name, params)
+    tracking.check_server(tracking.tracking_uri(tracking_uri))   # a server that is down or refuses the password: before the lock
     with study_lock(sid, tracking_uri):
         return _run_locked(model, recipe, plan, target, params, sid, concurrencies, request_count, seed, tracking_uri, rerun_failed, progress)
 

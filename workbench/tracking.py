@@ -15,8 +15,8 @@ from .core import WorkbenchError, repo_root, runs_dir, content_hash, free_port, 
 from .results import BenchResult, SLA, sla_verdict
 
 # %% auto #0
-__all__ = ['RETRIES', 'PACKAGES', 'IDENTITY', 'tracking_uri', 'sqlite_path', 'template_db', 'fresh_store', 'client',
-           'experiment_id', 'git_sha', 'package_versions', 'flatten', 'StudyRun', 'find_study', 'study_run',
+__all__ = ['RETRIES', 'PACKAGES', 'IDENTITY', 'tracking_uri', 'sqlite_path', 'template_db', 'fresh_store', 'check_server',
+           'client', 'experiment_id', 'git_sha', 'package_versions', 'flatten', 'StudyRun', 'find_study', 'study_run',
            'log_files', 'log_texts', 'log_notebook', 'log_calibration', 'metrics_of', 'point_key', 'provenance_of',
            'PointRun', 'point_run', 'log_point', 'find_point', 'point_result', 'mark_stale_runs', 'study_runs',
            'compare', 'serve_ui', 'ui', 'chromium', 'browse']
@@ -89,12 +89,36 @@ def _retry(fn, *args, timeout:float=120, **kwargs):
             RETRIES['locked'] += 1
             time.sleep(delay*(0.5+random.random())); delay = min(delay*2, 2.0)
 
+# %% ../nbs/30_tracking.ipynb #5148f28d
+_SERVER_OK: set = set()   # (uri, user, password hash, token hash) a server accepted in this process
+
+def check_server(uri:str, timeout:float=10) -> None:
+    "For an http(s) tracking URI: one authenticated request; a WorkbenchError when the server is unreachable or refuses the credentials."
+    if not uri.startswith(('http://', 'https://')): return
+    from mlflow.utils.credentials import get_default_host_creds
+    from mlflow.utils.rest_utils import http_request
+    creds = get_default_host_creds(uri)
+    key = (uri, creds.username, content_hash(creds.password or ''), content_hash(creds.token or ''))
+    if key in _SERVER_OK: return
+    op = f'connect to the MLflow tracking server {uri}'
+    try: r = http_request(creds, '/api/2.0/mlflow/experiments/search', 'GET', params={'max_results': 1}, max_retries=0, timeout=timeout)
+    except Exception as e:
+        raise WorkbenchError(f'no answer within {timeout:g} s ({str(e).splitlines()[0][-200:]})', op,
+                             'start it (workbench server start) or correct tracking_uri / $MLFLOW_TRACKING_URI') from None
+    fix = 'set $MLFLOW_TRACKING_USERNAME and $MLFLOW_TRACKING_PASSWORD to an account of that server'
+    if r.status_code == 401 and not (creds.username or creds.token): raise WorkbenchError('the server wants a login and none was given (HTTP 401)', op, fix)
+    if r.status_code == 401: raise WorkbenchError(f'user {creds.username!r} was refused: wrong username or password (HTTP 401)', op, fix)
+    if r.status_code == 403: raise WorkbenchError(f'user {creds.username!r} may not read experiments there (HTTP 403)', op, "ask the server's admin for READ or EDIT permission")
+    if r.status_code != 200: raise WorkbenchError(f'HTTP {r.status_code}: {r.text[:200]}', op, 'check that the URL is an MLflow tracking server')
+    _SERVER_OK.add(key)
+
 # %% ../nbs/30_tracking.ipynb #5bab510e
 def client(uri:str|None=None):
-    "An `MlflowClient` on `tracking_uri(uri)`; a missing sqlite store is created from the template."
+    "An `MlflowClient` on `tracking_uri(uri)`; a missing sqlite store is created from the template, a server is checked once."
     from mlflow import MlflowClient
     uri = tracking_uri(uri)
     if (db := sqlite_path(uri)) is not None: uri = fresh_store(db)
+    else: check_server(uri)
     return MlflowClient(tracking_uri=uri)
 
 def _artifact_root(c, name:str) -> str|None:
