@@ -1,7 +1,7 @@
 """The team's tracking server (`workbench server`): a real PostgreSQL and MLflow server (basic auth, served artifacts) on 127.0.0.1.
 
 Four studies, each a separate `workbench run` process started from its own working folder (its own cwd and WORKBENCH_RUNS),
-log to one server at the same time: every parent run, child run and metric must land in PostgreSQL and every artifact in the
+two as the admin and two as a teammate's account, log to one server at the same time: every parent run, child run and metric must land in PostgreSQL and every artifact in the
 server's folder. A client with a wrong password gets one clear line and creates nothing. A second start is refused; a killed
 server starts again with its data. Each test stops what it started, also when it fails: nothing is left running.
 Needs Debian's postgresql (tools/install_postgresql.sh; .ci/run installs it).
@@ -13,6 +13,7 @@ from workbench import server, tracking
 from workbench.core import free_port
 from workbench.recipes import load_recipe
 from workbench.study import plan_study
+from mlflow.server import get_app_client
 
 BIN = Path(sys.executable).parent
 MODEL, GROUPS, CONCS, REQUESTS = 'motif-3', ['cache'], [1, 4], 40
@@ -76,12 +77,17 @@ def test_four_studies_and_a_wrong_password(folder):
     t_start = time.monotonic()-t0
     st = server.status(folder/'server'); url = st['url']
     creds = {'MLFLOW_TRACKING_USERNAME': 'admin', 'MLFLOW_TRACKING_PASSWORD': pw}
+    alice = {'MLFLOW_TRACKING_USERNAME': 'alice', 'MLFLOW_TRACKING_PASSWORD': 'alice-has-12-chars'}
+    os.environ.update(creds)        # the admin gives a teammate an account, with MLflow's auth client
+    try: get_app_client('basic-auth', tracking_uri=url).create_user(alice['MLFLOW_TRACKING_USERNAME'], alice['MLFLOW_TRACKING_PASSWORD'])
+    finally:
+        for k in creds: os.environ.pop(k, None)
 
-    # four studies at once, each from its own working folder
+    # four studies at once, each from its own working folder; two log as the admin, two as the teammate
     works = {f'team-{i}': folder/f'work{i}' for i in range(4)}
     for w in works.values(): w.mkdir()
-    procs = {name: subprocess.Popen([str(BIN/'workbench'), *study_args(name, url)], cwd=w, env=env_for(w, **creds), text=True,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True) for name, w in works.items()}
+    procs = {name: subprocess.Popen([str(BIN/'workbench'), *study_args(name, url)], cwd=w, env=env_for(w, **(alice if i % 2 else creds)), text=True,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True) for i, (name, w) in enumerate(works.items())}
     t1 = time.monotonic()
     done = run_all(procs, timeout=1200)
     t_studies = time.monotonic()-t1
@@ -142,11 +148,17 @@ def test_four_studies_and_a_wrong_password(folder):
 
 
 def test_killed_server_starts_again(folder):
-    d, port = folder/'server', free_port()
-    r = wb('server', 'start', '--dir', d, '--port', port, env=env_for(folder), timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
+    d, ports = folder/'server', [free_port(), free_port()]
+    # two starts over one folder at the same moment: one starts the server, the other waits for it and is refused
+    procs = {port: subprocess.Popen([str(BIN/'workbench'), 'server', 'start', '--dir', str(d), '--port', str(port)], env=env_for(folder),
+                                    text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True) for port in ports}
+    done = run_all(procs, timeout=300)
+    assert sorted(rc for _, rc in done.values()) == [0, 1], done
+    port = next(p for p, (_, rc) in done.items() if rc == 0)
+    (_, err), _ = done[next(p for p in ports if p != port)]
+    assert err.strip().startswith(f'error: start the tracking server: a server is already running over {d} at http://127.0.0.1:{port}'), err
     st = server.status(d)             # the `workbench server start` process has exited: the servers run on
-    assert st['state'] == 'running', st
+    assert st['state'] == 'running' and st['port'] == port, st
     env = server.client_env(d); url = env['MLFLOW_TRACKING_URI']
     os.environ.update(env)
     try:
