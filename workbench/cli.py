@@ -179,7 +179,7 @@ def parser() -> argparse.ArgumentParser:
     u.add_argument('--port', type=int, default=5000); u.add_argument('--tracking-uri')
     v = sub.add_parser('server', help='shared MLflow tracking server (PostgreSQL, basic auth) on 127.0.0.1'); v.set_defaults(fn=cmd_server)
     v.add_argument('action', choices=['start', 'stop', 'status']); v.add_argument('--dir', help='server folder (default runs/server)')
-    v.add_argument('--port', type=int, default=5000); v.add_argument('--admin-password-file', help='file with the admin password (default: $MLFLOW_AUTH_ADMIN_PASSWORD, else generated)')
+    v.add_argument('--port', type=int, default=5000, help='MLflow port (0: any free port)'); v.add_argument('--admin-password-file', help='file with the admin password (default: $MLFLOW_AUTH_ADMIN_PASSWORD, else generated)')
     return p
 
 def main(argv=None):
