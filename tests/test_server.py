@@ -173,7 +173,7 @@ def test_killed_server_starts_again(folder):
     st2 = server.status(d)
     assert st2['state'] == 'running' and st2['postgres_pid'] != st['postgres_pid']
     os.environ.update(env)
-    try: assert tracking.find_study(MODEL, 'before-the-kill', tracking_uri=url).info.run_id == s.run_id
+    try: assert tracking.find_study(MODEL, 'before-the-kill', tracking_uri=st2['url']).info.run_id == s.run_id   # the data survived
     finally:
         for k in env: os.environ.pop(k, None)
     assert server.stop(d) == [f'mlflow server (pid {st2["mlflow_pid"]})', f'PostgreSQL (pid {st2["postgres_pid"]})']
