@@ -9,7 +9,7 @@ UV := $(VENV)/bin/uv
 endif
 PYTEST_ARGS ?=
 
-.PHONY: venv demo test test-fast lint-nbs
+.PHONY: venv demo test test-fast lint-nbs server server-stop
 
 $(VENV)/.installed: settings.ini setup.py
 	@command -v uv >/dev/null 2>&1 || { python3 -m venv $(VENV) && $(VENV)/bin/pip install -q uv; }
@@ -34,6 +34,13 @@ test: venv  ## every notebook (slow and cluster cells included), the study noteb
 
 test-fast: venv  ## the quick subset: notebook cells without flags
 	NBDEV_TEST_FLAGS= $(VENV)/bin/pytest -q -n 2 tests/test_notebooks.py $(PYTEST_ARGS)
+
+server: venv  ## start the team's MLflow tracking server (PostgreSQL, served artifacts, basic auth) over runs/server
+	tools/install_postgresql.sh >/dev/null
+	$(VENV)/bin/workbench server start
+
+server-stop: venv  ## stop it (MLflow and PostgreSQL)
+	$(VENV)/bin/workbench server stop
 
 lint-nbs: venv  ## fail when notebooks are dirty or out of sync with the package, or the package breaks the ergonomics rules
 	$(PY) tools/check_nbs.py
