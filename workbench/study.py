@@ -4,13 +4,12 @@
 
 # %% ../nbs/32_study.ipynb #7f341806
 from __future__ import annotations
-import os, socket, time, traceback
+import math, os, socket, time, traceback
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
-from tqdm.auto import tqdm
 from .core import WorkbenchError, content_hash, runs_dir
 from .recipes import Recipe, load_recipe
 from .variants import Variant, GROUPS, recipe_variant, baseline, variant
@@ -19,7 +18,7 @@ from .results import BenchResult, SLA, sla_verdict, user_tok_s
 from .checks import Verdict, gate
 from .targets.registry import TARGETS, get_target
 from .targets.base import Target
-from . import tracking, report
+from . import tracking, report, layout, progress
 
 # %% auto #0
 __all__ = ['KV_EVENTS', 'generic_candidates', 'candidates', 'Planned', 'plan_study', 'point_key', 'StudyOutcome', 'StudyArgs',
@@ -87,11 +86,12 @@ def point_key(v:Variant, target:Target, concurrency:int, *, request_count:int|No
     return tracking.point_key(model=v.recipe.id, variant_hash=v.hash, target=target.name, fp=target.fingerprint(v),
                               concurrency=concurrency, request_count=request_count, seed=seed, study=study)
 
-def _failed_point(s, v:Variant, key:str, c:int, *, group:str, target:Target, err:str, logs:dict):
+def _failed_point(s, v:Variant, key:str, c:int, *, group:str, target:Target, err:str, logs:dict, label:str|None=None):
     "Record a failed point as a FAILED child run with its error and logs."
     try:
         with tracking.point_run(s, key=key, variant=v.name, concurrency=c, settings=v.settings(), group=group, variant_hash=v.hash,
-                                target=target.name, recipe_version=v.recipe.recipe_version, image=v.image, check='not run') as p:
+                                target=target.name, recipe_version=v.recipe.recipe_version, image=v.image, check='not run',
+                                label=label, params=layout.point_params(v, c, group=group)) as p:
             tracking.log_texts(s.client, p.run_id, {'error.txt': err, **logs}, 'logs')
             raise WorkbenchError(err.splitlines()[-1][:300] if err else 'failed', f'run {v.name} at c{c}', 'see the logs artifact')
     except WorkbenchError: pass
@@ -189,10 +189,11 @@ def _run_locked(a:StudyArgs) -> StudyOutcome:
         for t, v in {p.variant.topology_name: p.variant for p in todo}.items():   # what each topology's points rest on (e.g. a calibration)
             if (prov := target.provenance(v)) is not None:
                 tracking.log_calibration(s.client, s.run_id, prov, name='calibration' if t == todo[0].variant.topology_name else f'calibration_{t}')
-        bar = tqdm(todo, desc=f'{model} on {target.name}', disable=not a.progress)
-        for p in bar:
-            concs = a.concurrencies or a.recipe.benchmarks[p.variant.topology_name].concurrency
-            bar.set_postfix_str(p.name[:40]); _run_variant(s, a, p, concs, out=out)
+        concs = {p.variant.name: a.concurrencies or a.recipe.benchmarks[p.variant.topology_name].concurrency for p in todo}
+        if hasattr(target, 'progress'): target.progress = False     # the study reports each point itself (progress.FILE, widget or lines)
+        with progress.reporting(runs_dir()/a.study/progress.FILE, sum(map(len, concs.values())), title=f'{model} on {target.name}',
+                                show=a.progress) as prog:
+            for p in todo: _run_variant(s, a, p, concs[p.variant.name], out=out, prog=prog)
     if prev is not None or out.reused: print(resume_note(out))
     return out
 
@@ -240,21 +241,33 @@ def _check_custom(plan:list[Planned], custom:dict|None):
                                  "correct or remove the candidate (one setting group per candidate; for a pinned setting pass overrides={group: '<reason>'})")
 
 # %% ../nbs/32_study.ipynb #948f57c0
-def _run_variant(s, a:StudyArgs, p:Planned, concs, *, out:StudyOutcome):
-    "Run, check and log the missing points of one planned variant."
+def _teller(prog, label:str):
+    "A function that reports one point of variant `label` to `prog` (a `progress.Progress`; nothing when None)."
+    def tell(c:int, status:str, r:BenchResult|None=None, reason:str=''):
+        if prog is None: return
+        nums = {} if r is None else {'tok_s_gpu': r.output_tok_s_per_gpu, 'ttft_ms': r.value('time_to_first_token', 'p50'),
+                                     'provenance': r.provenance, 'band': r.band('output_token_throughput')}
+        prog.point(f'{label} @c{c}', status=status, concurrency=c, reason=reason[:300], **nums)
+    return tell
+
+def _run_variant(s, a:StudyArgs, p:Planned, concs, *, out:StudyOutcome, prog=None):
+    "Run, check and log the missing points of one planned variant, reporting each point to `prog`."
     v, target, uri = p.variant, a.target, a.tracking_uri
-    out.meta[v.hash] = {'group': p.group, 'topology': v.topology_name, 'base': v.base}
+    lab = layout.label(p.group, p.changes, v.name)
+    out.meta[v.hash] = {'group': p.group, 'topology': v.topology_name, 'base': v.base, 'label': lab}
     keys = {c: point_key(v, target, c, request_count=a.request_count, seed=a.seed, study=s.study) for c in concs}
-    missing, reused = [], []
+    missing, reused, tell = [], [], _teller(prog, lab)
     for c, k in keys.items():
         run = tracking.find_point(v.recipe.id, k, tracking_uri=uri)
         if run is None: missing.append(c); continue
-        out.results.append(tracking.point_result(run, tracking_uri=uri)); out.reused += 1; reused.append(run)
+        out.results.append(r := tracking.point_result(run, tracking_uri=uri)); out.reused += 1; reused.append(run); tell(c, 'reused', r)
     if not missing:
         out.verdicts.append(_stored_verdict(v, reused)); return
     if not a.rerun_failed and _has_failed(v.recipe.id, [keys[c] for c in missing], uri):
-        out.failed += [(v.name, c, 'failed earlier; pass rerun_failed=True to retry') for c in missing]; return
-    manifests = {'manifests.yaml': to_yaml(render_all(v, s.study))}
+        out.failed += [(v.name, c, 'failed earlier; pass rerun_failed=True to retry') for c in missing]
+        for c in missing: tell(c, 'failed', reason='failed earlier: skipped (rerun_failed=True retries it)')
+        return
+    manifests, t0 = {'manifests.yaml': to_yaml(render_all(v, s.study))}, int(time.time()*1000)
     try:
         results = target.run(v, missing, request_count=a.request_count, seed=a.seed, workdir=runs_dir()/s.study/v.hash)
         verdict = target.check(v)
@@ -262,14 +275,18 @@ def _run_variant(s, a:StudyArgs, p:Planned, concs, *, out:StudyOutcome):
         err = traceback.format_exc()
         logs = getattr(e, 'logs', {}) or {}
         for c in missing:
-            _failed_point(s, v, keys[c], c, group=p.group, target=target, err=err, logs=logs); out.failed.append((v.name, c, f'{type(e).__name__}: {e}'[:500]))
+            _failed_point(s, v, keys[c], c, group=p.group, target=target, err=err, logs=logs, label=lab); out.failed.append((v.name, c, f'{type(e).__name__}: {e}'[:500]))
+            tell(c, 'failed', reason=f'{type(e).__name__}: {e}')
         return
     out.verdicts.append(verdict)
     for r in results:
         tracking.log_point(s, r, v.recipe.sla, settings={**v.settings(), **({'override.reason': v.override} if v.override else {})},
                            group=p.group, key=keys[r.concurrency], recipe_version=v.recipe.recipe_version, image=v.image,
-                           check=verdict.status, manifests=manifests, exports=[x for x in [r.extra.get('export')] if x and Path(x).exists()])
-        out.results.append(r); out.ran += 1
+                           check=verdict.status, manifests=manifests, exports=[x for x in [r.extra.get('export')] if x and Path(x).exists()],
+                           label=lab, params=layout.point_params(v, r.concurrency, group=p.group, changes=p.changes, request_count=a.request_count, seed=a.seed),
+                           dataset=layout.workload_dataset(v, target.name, request_count=a.request_count, seed=a.seed, generated=r.extra.get('workload')),
+                           start_time=t0)
+        out.results.append(r); out.ran += 1; tell(r.concurrency, 'ran' if r.modelled else 'not modelled', r)
 
 def _has_failed(model:str, keys:list[str], uri) -> bool:
     "True when any of these (unfinished) point keys has a run that failed by itself; runs FAILED as stale (their process was killed) do not count."
@@ -294,7 +311,8 @@ def results_table(out:StudyOutcome) -> pd.DataFrame:
     "One row per point: report columns plus topology, lineage, check verdict and exclusion reason."
     ex = gate(out.verdicts).excluded if out.verdicts else {}
     groups = {r.variant: out.meta.get(r.variant_hash, {}).get('group', '') for r in out.results}
-    df = report.results_frame(out.results, out.sla, groups=groups)
+    labels = {r.variant: out.meta.get(r.variant_hash, {}).get('label') for r in out.results}
+    df = report.results_frame(out.results, out.sla, groups=groups, labels=labels)
     hashes = [r.variant_hash for r in out.results]
     df['topology'] = [out.meta.get(h, {}).get('topology', r.topology) for h, r in zip(hashes, out.results)]
     df['base'] = [out.meta.get(h, {}).get('base', '') for h in hashes]
@@ -318,7 +336,7 @@ def _published_rows(pp, df:pd.DataFrame) -> tuple[pd.DataFrame, int|None, str]:
     return (sel[sel.concurrency == conc] if len(sel) else sel), conc, note
 
 def published_vs_reproduced(out:StudyOutcome, recipe:Recipe|None=None) -> pd.DataFrame:
-    "Each published figure beside the reproduced point, with ratio, provenance and confidence."
+    "Each published figure beside the reproduced point, with ratio, provenance and the reproduced number's error band."
     recipe = recipe or load_recipe(out.model)
     df, rows = results_table(out), []
     for pp in recipe.published:
@@ -331,12 +349,15 @@ def published_vs_reproduced(out:StudyOutcome, recipe:Recipe|None=None) -> pd.Dat
             rows.append({'label': pp.label, 'variant': sel.variant.iloc[0] if len(sel) else pp.label, 'topology': pp.topology, 'concurrency': conc,
                          'metric': metric, 'published': pub, 'reproduced': got, 'ratio': None if got is None else got/pub,
                          'target': out.target, 'provenance': res.provenance if res else 'not reproduced',
-                         'confidence': res.confidence.get(key, '') if res else '', 'note': note, 'source': pp.source})
+                         'band': res.error_band.get(key, math.nan) if res else math.nan, 'note': note, 'source': pp.source})
     return pd.DataFrame(rows)
 
 def excluded_table(out:StudyOutcome) -> pd.DataFrame:
-    "What the study left out and why: refused candidates, failed checks, failed points."
+    "What the study left out and why: refused candidates, failed checks, failed points, variants the simulator does not model."
     rows = [{'variant': n, 'why': 'refused', 'reason': r} for n, r in out.refused]
+    nm = {out.meta.get(r.variant_hash, {}).get('label', r.variant): r for r in out.results if not r.modelled}
+    rows += [{'variant': lab, 'why': 'not modelled', 'reason': 'the simulator does not model this change: no numbers'
+              + (f' ({r.notes[-1]})' if r.notes else '')} for lab, r in nm.items()]
     rows += [{'variant': v.variant, 'why': 'check failed', 'reason': v.reason} for v in out.verdicts if v.status == 'failed']
     rows += [{'variant': f'{n}@c{c}', 'why': 'run failed', 'reason': r} for n, c, r in out.failed]
     return pd.DataFrame(rows, columns=['variant', 'why', 'reason'])
@@ -382,20 +403,26 @@ def sla_text(r:Recipe) -> str:
             f"{q.ttft_stat} TTFT under {q.max_ttft_ms/1000:g} s")
 
 # %% ../nbs/32_study.ipynb #881aaa7a
-def study_charts(out:StudyOutcome, recipe:Recipe, folder) -> dict:
-    "Pareto, published-vs-reproduced and per-group-delta charts; saved as PNG+SVG in `folder` and logged to the study run."
-    df = results_table(out)
-    ok = df[df.check == 'ok']
+def _published_frame(recipe:Recipe) -> pd.DataFrame:
+    "The recipe's published points as rows of the results frame (provenance 'published')."
     cols = list(report.COLUMNS)
-    pub = [{'model': recipe.id, 'variant': f'published {p.label}@{p.topology}', 'group': 'published', 'target': 'published',
-            'concurrency': p.concurrency or 0, 'output_tok_s_per_gpu': p.output_tok_s_per_gpu, 'user_tok_s': p.user_tok_s,
-            'ttft_p50_ms': p.ttft_p50_ms, 'sla_passed': True, 'provenance': 'published', 'confidence': ''} for p in recipe.published if p.user_tok_s]
-    charts = {'pareto': report.pareto_chart(pd.concat([ok[cols], pd.DataFrame(pub, columns=cols)], ignore_index=True), out.sla,
-                                            title=f'{recipe.display_name} on {out.target}: tok/s/GPU vs tok/s/user')}
+    return pd.DataFrame([{'model': recipe.id, 'variant': f'published {p.label}@{p.topology}', 'label': f'{p.label} ({p.topology})', 'group': 'published',
+                          'target': 'published', 'concurrency': p.concurrency or 0, 'output_tok_s_per_gpu': p.output_tok_s_per_gpu,
+                          'user_tok_s': p.user_tok_s, 'ttft_p50_ms': p.ttft_p50_ms, 'sla_passed': True, 'provenance': 'published',
+                          'band': math.nan, 'modelled': True} for p in recipe.published if p.user_tok_s], columns=cols)
+
+def study_charts(out:StudyOutcome, recipe:Recipe, folder) -> dict:
+    "Pareto, published-vs-reproduced and per-group-delta charts (model and target in every title, provenance and error band in every subtitle); saved as PNG+SVG in `folder` and logged to the study run."
+    df = results_table(out)
+    ok, name = df[df.check == 'ok'], f'{recipe.display_name} on {out.target}'
+    basis = next((r.band_basis for r in out.results if r.band_basis), '')
+    charts = {'pareto': report.pareto_chart(pd.concat([ok[list(report.COLUMNS)], _published_frame(recipe)], ignore_index=True), out.sla,
+                                            title=f'{name}: output tok/s/GPU vs tok/s/user', basis=basis)}
     pvr = published_vs_reproduced(out, recipe)
     t = pvr[(pvr.metric == 'output_tok_s_per_gpu') & pvr.reproduced.notna()] if len(pvr) else pvr
-    if len(t): charts['published_vs_reproduced'] = report.published_chart(t.assign(variant=t.label + '@' + t.topology))
-    try: charts['group_deltas'] = report.deltas_chart(report.group_deltas(ok))
+    if len(t): charts['published_vs_reproduced'] = report.published_chart(t.assign(model=recipe.id, label=t.label + ' (' + t.topology + ')'),
+                                                                           title=f'{name}: published vs reproduced output tok/s/GPU', basis=basis)
+    try: charts['group_deltas'] = report.deltas_chart(report.group_deltas(ok), title=f'{name}: each variant against the recipe', basis=basis)
     except WorkbenchError: pass
     paths = [p for name, ch in charts.items() for p in report.save_chart(ch, Path(folder)/name)]
     if out.run_id: tracking.log_files(tracking.client(out.tracking_uri), out.run_id, paths, 'charts')
@@ -406,13 +433,15 @@ def summary_text(out:StudyOutcome, recipe:Recipe, pvr:pd.DataFrame|None=None, be
     "Plain-text summary of a study: published vs reproduced, best per group, exclusions, where to look."
     pvr = published_vs_reproduced(out, recipe) if pvr is None else pvr
     best = best_per_group(out) if best is None else best
-    fmt = lambda df, cols: df[[c for c in cols if c in df.columns]].to_string(index=False, float_format=lambda x: f'{x:.2f}') if len(df) else '(none)'
+    fmt = lambda df, cols: report.rounded(df[[c for c in cols if c in df.columns]], drop=()).to_string(index=False) if len(df) else '(none)'
+    ui = layout.ui_base(out.tracking_uri or tracking.tracking_uri())
     lines = [f'{recipe.display_name} study {out.study} on target {out.target}: {out.ran} points run, {out.reused} reused, '
              f'{len(out.failed)} failed, {len(out.refused)} candidates refused.',
              'Numbers from the sim target are SIMULATED (B200 timing from aiconfigurator, DynoSim replay, calibrated on published points); '
              'none is measured.' if out.target == 'sim' else '',
-             '', 'Published vs reproduced:', fmt(pvr, ['label', 'topology', 'concurrency', 'metric', 'published', 'reproduced', 'ratio', 'provenance', 'confidence']),
-             '', 'Best per setting group under the SLA:', fmt(best, ['group', 'best_variant', 'concurrency', 'output_tok_s_per_gpu', 'user_tok_s', 'ttft_p50_ms', 'delta_pct', 'provenance']),
+             '', 'Published vs reproduced:', fmt(pvr, ['label', 'topology', 'concurrency', 'metric', 'published', 'reproduced', 'ratio', 'provenance', 'band']),
+             '', 'Best per setting group under the SLA:', fmt(best, ['group', 'best_variant', 'concurrency', 'output_tok_s_per_gpu', 'user_tok_s', 'ttft_p50_ms', 'delta_pct', 'provenance', 'band']),
              '', 'Excluded:', fmt(excluded_table(out), ['variant', 'why', 'reason']),
-             '', f'MLflow: experiment {out.model!r}, parent run {out.run_id} (store {out.tracking_uri}).']
+             '', f'MLflow: experiment {out.model!r}, parent run {out.run_id} (store {out.tracking_uri}).',
+             f'The study\'s runs, side by side: {layout.view_url(ui, out.experiment_id, out.study)}' if out.experiment_id else '']
     return '\n'.join(l for l in lines if l is not None)
