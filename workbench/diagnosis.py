@@ -249,13 +249,14 @@ def overlap_chart(df:pd.DataFrame, title:str|None=None):
     color = alt.Color('measure:N', title=None, scale=alt.Scale(domain=['router-estimated overlap', 'engine KV reuse'], range=['#4C78A8', '#E45756']),
                       legend=alt.Legend(orient='top'))
     pair = alt.Chart(d.dropna(subset=['router_overlap_share', 'actual_reuse_share'])).mark_rule(color='#999').encode(y=y, x='router_overlap_share:Q', x2='actual_reuse_share:Q')
-    pts = alt.Chart(long).mark_point(size=70, filled=True, opacity=1).encode(y=y, x=x, color=color, shape=alt.Shape('measure:N', legend=None,
-          scale=alt.Scale(domain=['router-estimated overlap', 'engine KV reuse'], range=['diamond', 'circle'])),
-          tooltip=['row', 'measure', alt.Tooltip('share:Q', format='.1%'), 'provenance'])
+    shape = alt.Shape('measure:N', legend=None, scale=alt.Scale(domain=['router-estimated overlap', 'engine KV reuse'], range=['diamond', 'circle']))
+    tip = ['row', 'measure', alt.Tooltip('share:Q', format='.1%'), 'provenance']
+    reuse = alt.Chart(long[long.measure == 'engine KV reuse']).mark_point(size=60, filled=True, opacity=1).encode(y=y, x=x, color=color, shape=shape, tooltip=tip)
+    router = alt.Chart(long[long.measure != 'engine KV reuse']).mark_point(size=130, filled=False, strokeWidth=2, opacity=1).encode(y=y, x=x, color=color, shape=shape, tooltip=tip)
     provs = ', '.join(sorted(set(d.provenance)))
-    return (pair + pts).properties(width=420, height=16*len(rows), title=alt.TitleParams(
+    return (pair + reuse + router).properties(width=420, height=16*len(rows), title=alt.TitleParams(
         title or 'Router-estimated prefix overlap vs engine KV reuse', anchor='start', fontSize=15, subtitleFontSize=11, subtitleColor='#444',
-        subtitle=[f'{provs.upper() if "simulated" in provs else provs} numbers; a gap between the two marks of a row: the router counts blocks the engine no longer holds (or sees fewer than it reuses)']))
+        subtitle=[f'{provs.upper() if "simulated" in provs else provs.capitalize()} numbers. Apart, a row\u2019s two marks say the router and the engine disagree on reuse.']))
 
 # %% ../nbs/21_diagnosis.ipynb #191c15eb
 def offload_study(setup, concurrency:int, oversubscription=(0.5, 2.0, 8.0), host_gb=(0, 512, 2048), *, factors=None,

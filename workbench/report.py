@@ -171,7 +171,7 @@ def frontier(df:pd.DataFrame) -> pd.DataFrame:
         if y > best: keep.append(i); best = y
     return pts.loc[keep].sort_values('user_tok_s')
 
-# %% ../nbs/31_report.ipynb #531d7475
+# %% ../nbs/31_report.ipynb #12e835e8
 def _series(df:pd.DataFrame) -> pd.DataFrame:
     "A copy of `df` with `series` (the label, plus the target when several) and `sla` columns, in group order."
     d = df.copy()
@@ -191,7 +191,7 @@ def _title(text:str, *lines:str):
     import altair as alt
     return alt.TitleParams(text=text, subtitle=[l for l in lines if l], anchor='start', fontSize=15, subtitleFontSize=11, subtitleColor='#444')
 
-def _pareto_layers(d:pd.DataFrame, pub:pd.DataFrame, front:pd.DataFrame, sla:SLA, enc:dict) -> list:
+def _pareto_layers(d:pd.DataFrame, pub:pd.DataFrame, front:pd.DataFrame, sla:SLA, *, enc:dict) -> list:
     "The Pareto chart's layers: frontier, lines, error bars, points (filled when they meet the SLA), concurrency labels, SLA rule, published points."
     import altair as alt
     x, y = alt.X('user_tok_s:Q', title=f'output tok/s/user ({sla.user_speed_stat})'), alt.Y('output_tok_s_per_gpu:Q', title='output tok/s/GPU')
@@ -232,12 +232,12 @@ def pareto_chart(df:pd.DataFrame, sla:SLA, *, title:str|None=None, basis:str='')
            'dash': alt.StrokeDash('dash_key:N', scale=alt.Scale(domain=list(st_dash), range=[v[2] for v in st_dash.values()]), legend=None)}   # kept out of the legend
     models, targets = ', '.join(sorted(set(ok.model))), ', '.join(sorted(set(d.target)))
     missing = sorted(set(df[~df.modelled.astype(bool)].label))
-    return alt.layer(*_pareto_layers(d, pub, frontier(d), sla, enc)).properties(width=520, height=380, title=_title(
+    return alt.layer(*_pareto_layers(d, pub, frontier(d), sla, enc=enc)).properties(width=520, height=380, title=_title(
         title or f'{models} on {targets}: output tok/s/GPU vs tok/s/user', source_line(ok, basis=basis),
         'Filled: meets the SLA; hollow: misses it. Numbers beside a line: concurrency. Grey band: Pareto frontier.',
         ('Not modelled (no numbers): ' + '; '.join(missing)) if missing else ''))
 
-# %% ../nbs/31_report.ipynb #bf9a836d
+# %% ../nbs/31_report.ipynb #df87e769
 PROVENANCE_COLORS = {'published': '#9E9E9E', 'simulated': '#F58518', 'measured': '#4C78A8'}
 
 def published_chart(table:pd.DataFrame, *, metric_title:str='output tok/s/GPU', title:str|None=None, basis:str='') -> alt.LayerChart:
@@ -265,7 +265,7 @@ def published_chart(table:pd.DataFrame, *, metric_title:str='output tok/s/GPU', 
         title or f'{models} on {targets}: published vs reproduced {metric_title}', source_line(t.assign(provenance=t.provenance), basis=basis),
         'Above each reproduced bar: reproduced \u00f7 published. Published figures and their sources: the recipe.'))
 
-# %% ../nbs/31_report.ipynb #91e15eda
+# %% ../nbs/31_report.ipynb #afeb584b
 def deltas_chart(deltas:pd.DataFrame, *, reference:str='recipe', title:str|None=None, basis:str='') -> alt.LayerChart:
     "Horizontal bars of `delta_pct` per variant (a `group_deltas` frame), grouped by setting group; rows without a bar say why."
     import altair as alt                  # imported where charts are drawn: altair takes about a second to import
@@ -295,7 +295,7 @@ def deltas_chart(deltas:pd.DataFrame, *, reference:str='recipe', title:str|None=
         title or f'{models} on {targets}: each variant against the {reference}', source_line(d[d.delta_pct.notna()], basis=basis),
         f'Best tok/s/GPU under the SLA, as % change against the {reference}\u2019s.'))
 
-# %% ../nbs/31_report.ipynb #aa504d1e
+# %% ../nbs/31_report.ipynb #821cf383
 def save_chart(chart, stem, *, scale:float=2.0) -> list[Path]:
     "Write `chart` as `<stem>.png` and `<stem>.svg` (vl-convert); returns both paths."
     import vl_convert as vlc

@@ -254,7 +254,8 @@ def study_run(model:str, study:str, *, params:dict, tracking_uri:str|None=None, 
               run_name:str|None=None) -> Iterator[StudyRun]:
     "Open or resume the parent run of `study` for `model`; ends FINISHED, or FAILED when the block raises."
     c = client(tracking_uri); eid = experiment_id(model, c.tracking_uri)
-    t = {'workbench.kind': 'study', 'workbench.study': study, 'workbench.model': model, **source_tags(f'workbench study {model}'),
+    src = source_tags(f'workbench study {model}')
+    t = {'workbench.kind': 'study', 'workbench.study': study, 'workbench.model': model, **src,
          **{f'version.{k}': v for k, v in package_versions().items()}, **_owner_tags(), **(tags or {})}
     old = _find_study(c, eid, study)
     if old is not None:
@@ -266,7 +267,7 @@ def study_run(model:str, study:str, *, params:dict, tracking_uri:str|None=None, 
     else: rid = _retry(c.create_run, eid, run_name=run_name or study, tags=t).info.run_id
     log_batch(c, rid, params=params, tags=t)
     set_study_view(c, eid, study)
-    s = StudyRun(model=model, study=study, run_id=rid, experiment_id=eid, uri=c.tracking_uri, extra_tags=dict(tags or {}))
+    s = StudyRun(model=model, study=study, run_id=rid, experiment_id=eid, uri=c.tracking_uri, extra_tags={**src, **(tags or {})})
     try: yield s
     except BaseException as e:
         _retry(c.set_tag, rid, 'workbench.failure', f'{type(e).__name__}: {e}'[:8000])
@@ -321,7 +322,7 @@ def log_section(c, run_id:str, section:str, df:pd.DataFrame, *, keys:list[str], 
     log_texts(c, run_id, {f'{section}.csv': df.to_csv(index=False)}, section)
     return len(ms)
 
-# %% ../nbs/30_tracking.ipynb #d6cedd15
+# %% ../nbs/30_tracking.ipynb #9d05d7d9
 def point_key(**parts) -> str:
     "Content hash of everything that determines a point's result."
     return content_hash(parts, n=16)
@@ -355,7 +356,7 @@ def _note(r:BenchResult, sla:SLA, name:str) -> str:
     bt = f'; error band {band}' + (f' ({r.band_basis})' if r.band_basis else '') if band else ''
     return f'{head}. {nums}{bt}. SLA: {sla_verdict(r, sla).reason}.'
 
-# %% ../nbs/30_tracking.ipynb #d886ccec
+# %% ../nbs/30_tracking.ipynb #3668df49
 @dataclass
 class PointRun:
     "Handle on one child run; `log_result` records the measured or simulated point."
