@@ -14,8 +14,8 @@ from .targets.registry import TARGETS
 
 # %% auto #0
 __all__ = ['study_notebook', 'parse_params', 'notebook_parameters', 'check_params', 'preflight', 'ipc_kernel_manager',
-           'run_notebook', 'cmd_list', 'cmd_render', 'cmd_run', 'cmd_sweep', 'compare_table', 'cmd_compare', 'cmd_ui',
-           'cmd_server', 'cmd_demo', 'parser', 'main']
+           'run_notebook', 'cmd_list', 'cmd_render', 'cmd_run', 'cmd_sweep', 'compare_table', 'cmd_compare',
+           'study_links', 'cmd_ui', 'cmd_server', 'cmd_demo', 'parser', 'main']
 
 # %% ../nbs/40_cli.ipynb #2ca32bc5
 def study_notebook(model:str) -> Path:
@@ -166,14 +166,20 @@ def cmd_compare(a):
         files = report.save_chart(report.pareto_chart(df, r.sla, title=f'{r.display_name}: output tok/s/GPU vs tok/s/user'), Path(a.chart).with_suffix(''))
         print(f'chart: {files[0]} (and {files[1].name})')
 
-def cmd_ui(a):
-    "Serve the MLflow UI on 127.0.0.1; first print the link to each model's latest study (its runs side by side)."
+def study_links(tracking_uri:str|None=None, port:int=5000) -> list[str]:
+    "One line per model: its latest study and the UI link to that study's runs side by side (its saved view)."
     from workbench import tracking, layout
-    c = tracking.client(a.tracking_uri)
+    c, out = tracking.client(tracking_uri), []
     for e in tracking._retry(c.search_experiments):
         last = tracking._retry(c.search_runs, [e.experiment_id], "tags.`workbench.kind` = 'study'", order_by=['attributes.start_time DESC'], max_results=1)
-        if last: print(f"{e.name}: latest study {last[0].data.tags['workbench.study']}: "
-                       f"{layout.view_url(f'http://127.0.0.1:{a.port}', e.experiment_id, last[0].data.tags['workbench.study'])}")
+        if last: out.append(f"{e.name}: latest study {last[0].data.tags['workbench.study']}: "
+                            f"{layout.view_url(layout.ui_base(c.tracking_uri, port), e.experiment_id, last[0].data.tags['workbench.study'])}")
+    return out
+
+def cmd_ui(a):
+    "Serve the MLflow UI on 127.0.0.1; first print the link to each model's latest study (its runs side by side)."
+    from workbench import tracking
+    for l in study_links(a.tracking_uri, a.port): print(l, flush=True)
     tracking.ui(a.port, tracking_uri=a.tracking_uri)
 
 def cmd_server(a):
