@@ -4,7 +4,7 @@
 
 # %% ../nbs/40_cli.ipynb #40776736
 from __future__ import annotations
-import argparse, ast, json, sys, time
+import argparse, ast, json, sys, threading, time
 from pathlib import Path
 from .core import WorkbenchError, repo_root, runs_dir, content_hash
 from .recipes import list_recipes, load_recipe
@@ -13,9 +13,9 @@ from .manifests import render_all, to_yaml, write_manifests
 from .targets.registry import TARGETS
 
 # %% auto #0
-__all__ = ['study_notebook', 'parse_params', 'notebook_parameters', 'check_params', 'preflight', 'run_notebook', 'cmd_list',
-           'cmd_render', 'cmd_run', 'cmd_sweep', 'cmd_compare', 'cmd_ui', 'cmd_validate', 'cmd_server', 'cmd_demo',
-           'parser', 'main']
+__all__ = ['study_notebook', 'parse_params', 'notebook_parameters', 'check_params', 'preflight', 'ipc_kernel_manager',
+           'run_notebook', 'cmd_list', 'cmd_render', 'cmd_run', 'cmd_sweep', 'compare_table', 'cmd_compare',
+           'study_links', 'cmd_ui', 'cmd_validate', 'cmd_server', 'cmd_demo', 'parser', 'main']
 
 # %% ../nbs/40_cli.ipynb #36547669
 def study_notebook(model:str) -> Path:
@@ -69,20 +69,36 @@ def preflight(model:str, params:dict) -> None:
                 request_count=p.get('request_count'), seed=p.get('seed', 42), target_options=opts)
 
 # %% ../nbs/40_cli.ipynb #df89451d
+def ipc_kernel_manager():
+    "A jupyter kernel manager class whose kernels talk over local (unix) sockets instead of TCP."
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import Unicode
+    class IPCKernelManager(AsyncKernelManager):
+        "Kernels on IPC transport: nothing listens on TCP, and ipykernel has no unencrypted-TCP warning to print."
+        transport = Unicode('ipc', config=True)
+    return IPCKernelManager
+
 def run_notebook(model:str, target:str='sim', params:dict|None=None, progress:bool=True) -> Path:
-    "Execute `model`'s study notebook on `target` with `params`; returns the executed notebook's path."
+    "Execute `model`'s study notebook on `target` with `params`, printing each finished point as it comes; returns the executed notebook's path."
     import papermill as pm
+    from workbench import progress as prog
     params = {**(params or {}), 'target': target}
     preflight(model, params)
     study = params.get('study') or f'{model}-{target}-{content_hash(params, 8)}'
     params['study'] = study
     folder = runs_dir()/study; folder.mkdir(parents=True, exist_ok=True)
-    out = folder/study_notebook(model).name
+    out, feed, stop = folder/study_notebook(model).name, folder/prog.FILE, threading.Event()
+    tail = threading.Thread(target=prog.follow, args=(feed, stop), kwargs={'offset': feed.stat().st_size if feed.exists() else 0,
+                            'out': lambda l: print(l, flush=True)}, daemon=True)
+    if progress: tail.start()
     try: pm.execute_notebook(str(study_notebook(model)), str(out), parameters=params, cwd=str(repo_root()/'nbs'/'studies'),
-                             progress_bar=progress, kernel_name='python3')
+                             progress_bar=False, kernel_name='python3', kernel_manager_class=ipc_kernel_manager(), store_widget_state=False)
     except pm.PapermillExecutionError as e:
         raise WorkbenchError(f'cell {e.exec_count} raised {e.ename}: {e.evalue}', f'run the {model} study notebook',
                              f'open the partial notebook {out} to see the failing cell') from None
+    finally:
+        stop.set()
+        if progress: tail.join(timeout=10)
     _log_executed(model, study, out, params.get('tracking_uri') or None)
     return out
 
@@ -119,32 +135,56 @@ def cmd_run(a):
     print(f'executed notebook: {nb}')
 
 def cmd_sweep(a):
-    "Run every model's study notebook in turn; a failing model is reported and the sweep goes on."
-    from tqdm.auto import tqdm
-    failed = {}
-    for m in tqdm(a.models or list_recipes(), desc='sweep'):
-        try: print(run_notebook(m, a.target, parse_params(a.param), progress=False))
+    "Run every model's study notebook in turn, one line per finished point; a failing model is reported and the sweep goes on."
+    failed, models = {}, a.models or list_recipes()
+    for i, m in enumerate(models, 1):
+        print(f'== sweep {i}/{len(models)}: {m} on {a.target}', flush=True)
+        try: print(f'executed notebook: {run_notebook(m, a.target, parse_params(a.param), progress=not a.quiet)}', flush=True)
         except WorkbenchError as e: failed[m] = str(e); print(f'{m}: FAILED: {e}', file=sys.stderr)
     if failed: raise SystemExit(f'{len(failed)} of the sweep failed: {", ".join(failed)}')
 
+def compare_table(model:str, study:str|None=None, *, tracking_uri:str|None=None, port:int=5000):
+    "The runs of `model` (one study, or all), as the results frame sorted by tok/s/GPU, with each run's MLflow link in `run`."
+    from workbench import tracking, report, layout
+    runs = tracking.study_runs(model, study, tracking_uri=tracking_uri)
+    df = report.frame_from_runs(runs)
+    if df.empty: return df
+    eid, base = tracking.experiment_id(model, tracking_uri, create=False), layout.ui_base(tracking.client(tracking_uri).tracking_uri, port)
+    df['study'], df['run'] = runs.study.values, [layout.run_url(base, eid, r) for r in runs.run_id]
+    return df.sort_values(['output_tok_s_per_gpu', 'label', 'concurrency'], ascending=[False, True, True], na_position='last').reset_index(drop=True)
+
 def cmd_compare(a):
-    "Print a study's runs side by side (by target)."
-    from workbench import tracking
-    import pandas as pd
-    runs = tracking.study_runs(a.model, a.study or None, tracking_uri=a.tracking_uri)
-    cols = [c for c in ['study', 'target', 'variant', 'concurrency', 'metrics.output_tok_s_per_gpu', 'metrics.user_tok_s',
-                        'metrics.time_to_first_token.p50', 'metrics.sla_passed', 'tags.workbench.provenance', 'tags.check.verdict'] if c in runs.columns]
-    with pd.option_context('display.width', 200, 'display.max_rows', 500, 'display.max_columns', 20):
-        print(runs[cols].to_string(index=False) if len(runs) else 'no runs')
+    "Print a study's runs (any targets) as a rounded table sorted by tok/s/GPU, with run links; `--chart` writes their Pareto chart."
+    from workbench import report
+    df = compare_table(a.model, a.study or None, tracking_uri=a.tracking_uri)
+    if df.empty: print('no runs'); return
+    cols = ['study'] * (df.study.nunique() > 1) + ['target', 'label', 'concurrency', 'output_tok_s_per_gpu', 'user_tok_s', 'ttft_p50_ms',
+                                                    'sla_passed', 'provenance', 'band', 'run']
+    print(report.rounded(df[cols], drop=()).to_string(index=False))
+    if a.chart:
+        r = load_recipe(a.model)
+        files = report.save_chart(report.pareto_chart(df, r.sla, title=f'{r.display_name}: output tok/s/GPU vs tok/s/user'), Path(a.chart).with_suffix(''))
+        print(f'chart: {files[0]} (and {files[1].name})')
+
+def study_links(tracking_uri:str|None=None, port:int=5000) -> list[str]:
+    "One line per model: its latest study and the UI link to that study's runs side by side (its saved view)."
+    from workbench import tracking, layout
+    c, out = tracking.client(tracking_uri), []
+    for e in tracking._retry(c.search_experiments):
+        last = tracking._retry(c.search_runs, [e.experiment_id], "tags.`workbench.kind` = 'study'", order_by=['attributes.start_time DESC'], max_results=1)
+        if last: out.append(f"{e.name}: latest study {last[0].data.tags['workbench.study']}: "
+                            f"{layout.view_url(layout.ui_base(c.tracking_uri, port), e.experiment_id, last[0].data.tags['workbench.study'])}")
+    return out
 
 def cmd_ui(a):
-    "Serve the MLflow UI on 127.0.0.1."
+    "Serve the MLflow UI on 127.0.0.1; first print the link to each model's latest study (its runs side by side)."
     from workbench import tracking
+    for l in study_links(a.tracking_uri, a.port): print(l, flush=True)
     tracking.ui(a.port, tracking_uri=a.tracking_uri)
 
 def cmd_validate(a):
     "Validate the simulator against the published points and effects (or show the shipped validation), and print the tables."
-    from workbench import validate as val
+    from workbench import validation as val
     from workbench.targets.sim import shipped_validation, validation_path
     import pandas as pd
     if a.show:
@@ -168,9 +208,10 @@ def cmd_server(a):
 def cmd_demo(a):
     "Run the Motif 3 study on sim and print its summary."
     nb = run_notebook('motif-3', 'sim', parse_params(a.param), progress=not a.quiet)
-    summary = nb.with_name('summary.txt')
+    summary, page = nb.with_name('summary.txt'), nb.with_name('report.html')
     print(summary.read_text() if summary.exists() else f'executed notebook: {nb}')
-    print(f'\nexecuted notebook: {nb}\nMLflow UI: {Path(sys.executable).parent}/workbench ui   (then open http://127.0.0.1:5000)')
+    print(f'\nexecuted notebook: {nb}' + (f'\nHTML report (opens offline): {page}' if page.exists() else '')
+          + f'\nMLflow UI: {Path(sys.executable).parent}/workbench ui   (then open the link above, or http://127.0.0.1:5000)')
 
 # %% ../nbs/40_cli.ipynb #bb1754b7
 def parser() -> argparse.ArgumentParser:
@@ -189,6 +230,7 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument('-q', '--quiet', action='store_true')
     c = sub.add_parser('compare', help="a study's runs side by side"); c.set_defaults(fn=cmd_compare)
     c.add_argument('model'); c.add_argument('--study'); c.add_argument('--tracking-uri')
+    c.add_argument('--chart', metavar='FILE.png', help='also write the Pareto chart of these runs (PNG and SVG)')
     u = sub.add_parser('ui', help='MLflow UI on 127.0.0.1'); u.set_defaults(fn=cmd_ui)
     u.add_argument('--port', type=int, default=5000); u.add_argument('--tracking-uri')
     w = sub.add_parser('validate', help="the simulator against the published points and effects: effects, held-out points, bands"); w.set_defaults(fn=cmd_validate)

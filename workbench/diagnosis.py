@@ -4,7 +4,7 @@
 
 # %% ../nbs/21_diagnosis.ipynb #a73ef6cf
 from __future__ import annotations
-import math, os, re, time
+import json, math, os, re, time
 from pathlib import Path
 import numpy as np
 import pandas as pd
@@ -19,9 +19,9 @@ from . import timing
 from .targets.sim import (SimTarget, SimWorkload, engine_args, host_blocks, replay_signals, simulate, variant_setup)
 
 # %% auto #0
-__all__ = ['THRESHOLDS', 'prometheus_signals', 'signals_of', 'diagnose', 'Diagnosis', 'diagnosis_record', 'log_diagnosis',
-           'overlap_table', 'overlap_chart', 'offload_study', 'startup_table', 'study_diagnosis', 'diagnosis_summary',
-           'log_study_diagnosis', 'offload_section']
+__all__ = ['THRESHOLDS', 'prometheus_signals', 'signals_of', 'diagnose', 'Diagnosis', 'verdict', 'diagnosis_record',
+           'log_diagnosis', 'overlap_table', 'overlap_chart', 'offload_study', 'startup_table', 'study_diagnosis',
+           'diagnosis_summary', 'log_study_diagnosis', 'offload_section']
 
 # %% ../nbs/21_diagnosis.ipynb #c46b8770
 def prometheus_signals(delta:dict|None, aiperf_cache_read_pct:float|None=None) -> dict:
@@ -161,8 +161,9 @@ def _failure_rows(s:dict, over_context_known:int|None) -> list[dict]:
     ctx = s.get('over_context_dropped')
     obs = f'{ctx} requests over the context limit dropped before the run' if ctx else ('errors mention context length / HTTP 400' if _CTX.search(text) else 'no context errors')
     exp = f'the recipe excluded {over_context_known} such requests' if over_context_known else 'none'
-    rows.append(_row(sym, present or bool(ctx), 'over-context requests', obs, exp,
-                     'likely' if (present and _CTX.search(text)) or ctx else 'no',
+    by_design = bool(ctx) and not (present and _CTX.search(text))   # dropped before the run, as the recipes excluded them: a note
+    rows.append(_row(sym, present, 'over-context requests', obs, exp,
+                     'likely' if present and _CTX.search(text) else 'note' if by_design else 'no',
                      'requests longer than the context limit are rejected (HTTP 400): exclude and report them separately, as the recipes do', src))
     return rows
 
@@ -189,12 +190,20 @@ _METRIC_KEYS = ('router_overlap_share', 'actual_reuse_share', 'queue_wait_p50_ms
                 'agg_kv_usage_mean', 'agg_kv_usage_max', 'agg_running_per_worker_mean', 'decode_kv_usage_mean', 'decode_running_per_worker_mean',
                 'prefill_waiting_mean', 'kv_transfer_p90_ms', 'readmissions', 'frontend_queued', 'frontend_inflight', 'over_context_dropped')
 
+def verdict(df:pd.DataFrame) -> str:
+    "One point's verdict from its `diagnose` table: 'healthy', 'likely: <causes>' or 'symptoms, no cause found'."
+    likely = df[(df.finding == 'likely') & df.symptom_present]
+    if len(likely): return 'likely: ' + '; '.join(dict.fromkeys(likely.check))
+    return 'symptoms, no cause found' if df.symptom_present.any() else 'healthy'
+
 def diagnosis_record(r:BenchResult, sla:SLA, **kw) -> Diagnosis:
-    "The diagnosis of `r` as a table plus MLflow tags and `diag.*` metrics (kwargs as for `diagnose`)."
+    "The diagnosis of `r` as a table plus MLflow tags and the numeric signals as `diag.*` values (kwargs as for `diagnose`)."
     df, s = diagnose(r, sla, **kw), signals_of(r)
     likely = df[(df.finding == 'likely') & df.symptom_present]
-    tags = {'diagnosis.likely': '; '.join(likely.check) or 'none', 'diagnosis.source': str(s.get('source', '')),
-            'diagnosis.symptoms': '; '.join(sorted(set(df[df.symptom_present].symptom))) or 'none'}
+    notes = df[df.finding == 'note']
+    tags = {'diagnosis.verdict': verdict(df), 'diagnosis.likely': '; '.join(likely.check) or 'none', 'diagnosis.source': str(s.get('source', '')),
+            'diagnosis.symptoms': '; '.join(sorted(set(df[df.symptom_present].symptom))) or 'none',
+            'diagnosis.notes': '; '.join(f'{c}: {o}' for c, o in zip(notes.check, notes.observed)) or 'none'}
     ms = {f'diag.{k}': float(s[k]) for k in _METRIC_KEYS if isinstance(s.get(k), (int, float)) and s.get(k) is not None}
     if s.get('router_overlap_share') is not None and s.get('actual_reuse_share') is not None:
         ms['diag.overlap_minus_reuse'] = float(s['router_overlap_share'] - s['actual_reuse_share'])
@@ -206,9 +215,10 @@ def _md(df:pd.DataFrame) -> str:
     return df.to_markdown(index=False) if _has_tabulate() else df.to_string(index=False)
 
 def log_diagnosis(client, run_id:str, d:Diagnosis):
-    "Log a `Diagnosis` to MLflow run `run_id`: tags, metrics, and the table as CSV and Markdown artifacts (through `workbench.tracking`)."
-    log_batch(client, run_id, metrics=d.metrics, tags={k: v[:5000] for k, v in d.tags.items()})
-    log_texts(client, run_id, {'diagnosis.csv': d.table.to_csv(index=False), 'diagnosis.md': _md(d.table)}, 'diagnosis')
+    "Log a `Diagnosis` to MLflow run `run_id`: tags, and the table (CSV, Markdown) and signals (JSON) as artifacts (through `workbench.tracking`)."
+    log_batch(client, run_id, tags={k: v[:5000] for k, v in d.tags.items()})
+    log_texts(client, run_id, {'diagnosis.csv': d.table.to_csv(index=False), 'diagnosis.md': _md(d.table),
+                               'signals.json': json.dumps(d.metrics, indent=1)}, 'diagnosis')
 
 def _has_tabulate() -> bool:
     "True when pandas can write Markdown (tabulate installed)."
@@ -228,16 +238,25 @@ def overlap_table(results:list[BenchResult]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=['variant', 'concurrency', 'router_overlap_share', 'actual_reuse_share', 'gap_pt', 'source', 'provenance', 'variant_hash'])
 
 def overlap_chart(df:pd.DataFrame, title:str|None=None):
-    "Grouped bars per variant: router-estimated overlap vs actual reuse (altair)."
+    "One row per point: router-estimated overlap (hollow) and engine KV reuse (filled) joined by a line (altair); compact at any study size."
     import altair as alt
-    long = df.melt(id_vars=['variant', 'concurrency', 'provenance'], value_vars=['router_overlap_share', 'actual_reuse_share'],
-                   var_name='measure', value_name='share').dropna(subset=['share'])
+    d = df.assign(row=(df['label'] if 'label' in df.columns else df.variant) + ' @c' + df.concurrency.astype(str))
+    long = d.melt(id_vars=['row', 'provenance'], value_vars=['router_overlap_share', 'actual_reuse_share'], var_name='measure', value_name='share').dropna(subset=['share'])
     long['measure'] = long.measure.map({'router_overlap_share': 'router-estimated overlap', 'actual_reuse_share': 'engine KV reuse'})
-    long['label'] = long.variant + ' @c' + long.concurrency.astype(str)
-    return alt.Chart(long).mark_bar().encode(
-        y=alt.Y('label:N', title=None), yOffset='measure:N', x=alt.X('share:Q', axis=alt.Axis(format='%'), title='share of prompt tokens'),
-        color=alt.Color('measure:N', title=None), tooltip=['variant', 'concurrency', 'measure', alt.Tooltip('share:Q', format='.1%'), 'provenance']
-    ).properties(width=420, title=title or 'Router-estimated prefix overlap vs engine KV reuse')
+    rows = list(dict.fromkeys(d.row))
+    y = alt.Y('row:N', title=None, sort=rows, axis=alt.Axis(labelLimit=0, labelFontSize=11))
+    x = alt.X('share:Q', axis=alt.Axis(format='%'), title='share of prompt tokens', scale=alt.Scale(domain=[0, 1]))
+    color = alt.Color('measure:N', title=None, scale=alt.Scale(domain=['router-estimated overlap', 'engine KV reuse'], range=['#4C78A8', '#E45756']),
+                      legend=alt.Legend(orient='top'))
+    pair = alt.Chart(d.dropna(subset=['router_overlap_share', 'actual_reuse_share'])).mark_rule(color='#999').encode(y=y, x='router_overlap_share:Q', x2='actual_reuse_share:Q')
+    shape = alt.Shape('measure:N', legend=None, scale=alt.Scale(domain=['router-estimated overlap', 'engine KV reuse'], range=['diamond', 'circle']))
+    tip = ['row', 'measure', alt.Tooltip('share:Q', format='.1%'), 'provenance']
+    reuse = alt.Chart(long[long.measure == 'engine KV reuse']).mark_point(size=60, filled=True, opacity=1).encode(y=y, x=x, color=color, shape=shape, tooltip=tip)
+    router = alt.Chart(long[long.measure != 'engine KV reuse']).mark_point(size=130, filled=False, strokeWidth=2, opacity=1).encode(y=y, x=x, color=color, shape=shape, tooltip=tip)
+    provs = ', '.join(sorted(set(d.provenance)))
+    return (pair + reuse + router).properties(width=420, height=16*len(rows), title=alt.TitleParams(
+        title or 'Router-estimated prefix overlap vs engine KV reuse', anchor='start', fontSize=15, subtitleFontSize=11, subtitleColor='#444',
+        subtitle=[f'{provs.upper() if "simulated" in provs else provs.capitalize()} numbers. Apart, a row\u2019s two marks say the router and the engine disagree on reuse.']))
 
 # %% ../nbs/21_diagnosis.ipynb #62dd0405
 def offload_study(setup, concurrency:int, oversubscription=(0.5, 2.0, 8.0), host_gb=(0, 512, 2048), *, factors=None,
@@ -341,11 +360,11 @@ def diagnosis_summary(table:pd.DataFrame) -> pd.DataFrame:
     "One row per point of a `study_diagnosis` table: symptoms present and the likely causes."
     rows = []
     for (v, c, h), g in table.groupby(['variant', 'concurrency', 'variant_hash'], sort=False):
-        lk = g[(g.finding == 'likely') & g.symptom_present]
-        rows.append({'variant': v, 'concurrency': c, 'group': g.group.iloc[0],
+        nt = g[g.finding == 'note']
+        rows.append({'variant': v, 'concurrency': c, 'group': g.group.iloc[0], 'diagnosis': verdict(g),
                      'symptoms': '; '.join(dict.fromkeys(g[g.symptom_present].symptom)) or 'none',
-                     'likely': '; '.join(lk.check) or 'none', 'provenance': g.provenance.iloc[0], 'variant_hash': h})
-    return pd.DataFrame(rows, columns=['variant', 'concurrency', 'group', 'symptoms', 'likely', 'provenance', 'variant_hash'])
+                     'notes': '; '.join(f'{k}: {o}' for k, o in zip(nt.check, nt.observed)) or '', 'provenance': g.provenance.iloc[0], 'variant_hash': h})
+    return pd.DataFrame(rows, columns=['variant', 'concurrency', 'group', 'diagnosis', 'symptoms', 'notes', 'provenance', 'variant_hash'])
 
 # %% ../nbs/21_diagnosis.ipynb #2c3aa799
 def _child_runs(client, run_id:str) -> dict[tuple[str, int], str]:
@@ -365,8 +384,10 @@ def log_study_diagnosis(client, run_id:str, results:list[BenchResult], recipe, *
     log_texts(client, run_id, {f'{name}.{ext}': (df.to_csv(index=False) if ext == 'csv' else _md(df))
                                for name, df in (('study_diagnosis', table), ('study_diagnosis_summary', summ)) for ext in ('csv', 'md')}, 'diagnosis')
     ov.attrs['provenance'] = ', '.join(sorted(set(ov.provenance))) or 'none'
-    n_ov = log_section(client, run_id, 'overlap', ov, keys=['variant', 'concurrency'], values=['router_overlap_share', 'actual_reuse_share', 'gap_pt'])
-    chart, paths = (overlap_chart(ov, title=f'{recipe.display_name}: router-estimated overlap vs engine KV reuse') if len(ov) else None), []
+    ov.insert(0, 'label', [(meta or {}).get(h, {}).get('label', v) for h, v in zip(ov.variant_hash, ov.variant)])
+    n_ov = log_section(client, run_id, 'overlap', ov, keys=['variant', 'concurrency'], values=[])   # a table, not one metric per row
+    targets = ', '.join(sorted({r.target for r in results}))
+    chart, paths = (overlap_chart(ov, title=f'{recipe.display_name} on {targets}: router-estimated overlap vs engine KV reuse') if len(ov) else None), []
     if chart is not None:
         with tempfile.TemporaryDirectory() as tmp:
             paths = save_chart(chart, Path(folder or tmp)/'overlap_vs_reuse')

@@ -13,13 +13,14 @@ from typing import Iterator
 import pandas as pd
 from .core import WorkbenchError, repo_root, runs_dir, content_hash, free_port, stop_group
 from .results import BenchResult, SLA, sla_verdict
+from .layout import core_metrics, all_metrics, band_text, run_name as _run_name, study_view_state, view_key
 
 # %% auto #0
 __all__ = ['RETRIES', 'PACKAGES', 'IDENTITY', 'tracking_uri', 'sqlite_path', 'template_db', 'fresh_store', 'check_server',
-           'client', 'experiment_id', 'git_sha', 'package_versions', 'flatten', 'log_batch', 'StudyRun', 'find_study',
-           'study_run', 'log_files', 'log_texts', 'log_notebook', 'log_calibration', 'log_section', 'metrics_of',
-           'point_key', 'provenance_of', 'PointRun', 'point_run', 'log_point', 'find_point', 'point_result',
-           'mark_stale_runs', 'study_runs', 'compare', 'serve_ui', 'ui', 'chromium', 'browse']
+           'client', 'experiment_id', 'git_sha', 'package_versions', 'source_tags', 'flatten', 'log_batch', 'StudyRun',
+           'find_study', 'set_study_view', 'study_run', 'log_files', 'log_texts', 'log_notebook', 'log_calibration',
+           'log_section', 'point_key', 'provenance_of', 'PointRun', 'point_run', 'log_point', 'find_point',
+           'point_result', 'mark_stale_runs', 'study_runs', 'compare', 'serve_ui', 'ui', 'chromium', 'browse']
 
 # %% ../nbs/30_tracking.ipynb #39c73eed
 def tracking_uri(uri:str|None=None) -> str:
@@ -158,6 +159,14 @@ def package_versions(names=PACKAGES) -> dict[str, str]:
         except metadata.PackageNotFoundError: out[n] = 'absent'
     return out
 
+def source_tags(name:str, path=None) -> dict[str, str]:
+    "MLflow's system tags for where a run comes from: git commit (`mlflow.source.git.commit`), source type and name; `workbench.git_dirty` when the checkout has changes."
+    sha = git_sha(path)
+    t = {'mlflow.source.type': 'LOCAL', 'mlflow.source.name': name}
+    if sha != 'unknown': t['mlflow.source.git.commit'] = sha.removesuffix('-dirty')
+    if sha.endswith('-dirty'): t['workbench.git_dirty'] = 'true'
+    return t
+
 # %% ../nbs/30_tracking.ipynb #d0d23e31
 def flatten(d:dict, prefix:str='') -> dict[str, str]:
     "Nested dict -> flat dict of dotted keys and string values (lists as JSON)."
@@ -226,6 +235,12 @@ def find_study(model:str, study:str, *, tracking_uri:str|None=None):
     c = client(tracking_uri); eid = experiment_id(model, c.tracking_uri, create=False)
     return None if eid is None else _find_study(c, eid, study)
 
+def set_study_view(c, experiment_id:str, study:str) -> str:
+    "Save the runs-table view of `study` on its experiment (MLflow's shared view state, `layout.study_view_state`); returns its share key."
+    key = view_key(study)
+    _retry(c.set_experiment_tag, experiment_id, f'mlflow.sharedViewState.{key}', json.dumps(study_view_state(_quoted(study))))
+    return key
+
 def _check_params(run, params:dict):
     "Refuse to resume `run` with parameters that differ from those it logged."
     new, old = flatten(params), run.data.params
@@ -239,7 +254,8 @@ def study_run(model:str, study:str, *, params:dict, tracking_uri:str|None=None, 
               run_name:str|None=None) -> Iterator[StudyRun]:
     "Open or resume the parent run of `study` for `model`; ends FINISHED, or FAILED when the block raises."
     c = client(tracking_uri); eid = experiment_id(model, c.tracking_uri)
-    t = {'workbench.kind': 'study', 'workbench.study': study, 'workbench.model': model, 'git.sha': git_sha(),
+    src = source_tags(f'workbench study {model}')
+    t = {'workbench.kind': 'study', 'workbench.study': study, 'workbench.model': model, **src,
          **{f'version.{k}': v for k, v in package_versions().items()}, **_owner_tags(), **(tags or {})}
     old = _find_study(c, eid, study)
     if old is not None:
@@ -250,7 +266,8 @@ def study_run(model:str, study:str, *, params:dict, tracking_uri:str|None=None, 
         params = {k: v for k, v in flatten(params).items() if k not in old.data.params}
     else: rid = _retry(c.create_run, eid, run_name=run_name or study, tags=t).info.run_id
     log_batch(c, rid, params=params, tags=t)
-    s = StudyRun(model=model, study=study, run_id=rid, experiment_id=eid, uri=c.tracking_uri, extra_tags=dict(tags or {}))
+    set_study_view(c, eid, study)
+    s = StudyRun(model=model, study=study, run_id=rid, experiment_id=eid, uri=c.tracking_uri, extra_tags={**src, **(tags or {})})
     try: yield s
     except BaseException as e:
         _retry(c.set_tag, rid, 'workbench.failure', f'{type(e).__name__}: {e}'[:8000])
@@ -305,19 +322,7 @@ def log_section(c, run_id:str, section:str, df:pd.DataFrame, *, keys:list[str], 
     log_texts(c, run_id, {f'{section}.csv': df.to_csv(index=False)}, section)
     return len(ms)
 
-# %% ../nbs/30_tracking.ipynb #25411cf6
-def metrics_of(r:BenchResult, sla:SLA) -> dict[str, float]:
-    "MLflow metrics of `r`: AIPerf names (`m` = avg, `m.p50` ...) plus per-GPU, user speed and SLA verdict."
-    out = {}
-    for name, m in r.metrics.items():
-        for stat, v in m.model_dump(exclude={'unit'}).items():
-            if v is not None: out[name if stat == 'avg' else f'{name}.{stat}'] = v
-    v = sla_verdict(r, sla)
-    out.update(output_tok_s_per_gpu=r.output_tok_s_per_gpu, user_tok_s=v.user_tok_s, sla_passed=float(v.passed),
-               request_count=r.request_count, error_count=r.error_count, prefix_cache_hit_rate=r.prefix_cache_hit_rate)
-    return {k: float(v) for k, v in out.items() if v is not None}
-
-# %% ../nbs/30_tracking.ipynb #a1a5ece1
+# %% ../nbs/30_tracking.ipynb #9d05d7d9
 def point_key(**parts) -> str:
     "Content hash of everything that determines a point's result."
     return content_hash(parts, n=16)
@@ -331,30 +336,41 @@ def _run_tags(study:StudyRun, *, key, variant, concurrency, group, variant_hash,
             'workbench.check': check, **_owner_tags(), **study.extra_tags}
 
 def provenance_of(r:BenchResult) -> str:
-    "How a number came about: `extra['provenance']` when the producer set it, else published, measured, calibrated (simulated with a calibration) or simulated."
-    if p := r.extra.get('provenance'): return p
-    return 'calibrated' if r.simulated and r.calibration_id else r.provenance
+    "How a number came about: 'published', 'simulated' or 'measured' (`BenchResult.provenance`)."
+    return r.provenance
 
 def _result_tags(r:BenchResult, sla:SLA) -> dict:
-    "Tags that describe a point's result: simulated, provenance, engine, calibration, confidence, SLA reason."
+    "Tags that describe a point's result: simulated, provenance, error band, engine, calibration, SLA reason, modelled."
     return {'workbench.simulated': str(r.simulated).lower(), 'workbench.provenance': provenance_of(r),
+            'workbench.error_band': band_text(r) or 'none', 'workbench.band_basis': r.band_basis or '',
             'workbench.engine': r.engine, 'workbench.calibration_id': r.calibration_id or '',
-            'workbench.confidence': json.dumps(r.confidence, sort_keys=True), 'workbench.sla': sla_verdict(r, sla).reason,
+            'workbench.sla': sla_verdict(r, sla).reason if r.modelled else 'not modelled', 'workbench.modelled': str(r.modelled).lower(),
             'workbench.topology': r.topology, 'workbench.total_gpus': str(r.total_gpus)}
 
-# %% ../nbs/30_tracking.ipynb #1b0fe6c1
+def _note(r:BenchResult, sla:SLA, name:str) -> str:
+    "The run's description (`mlflow.note.content`): what ran, how its numbers came about, the two main numbers, the SLA verdict."
+    head = f'{name} on {r.target} ({r.topology}, {r.total_gpus} GPUs): {r.provenance} ({r.engine})'
+    if not r.modelled: return head + '. Not modelled by the simulator: no numbers.'
+    t, f, band = r.output_tok_s_per_gpu, r.value('time_to_first_token', 'p50'), band_text(r)
+    nums = ', '.join(x for x in [f'{t:.1f} tok/s/GPU' if t is not None else '', f'TTFT p50 {f:.0f} ms' if f is not None else ''] if x)
+    bt = f'; error band {band}' + (f' ({r.band_basis})' if r.band_basis else '') if band else ''
+    return f'{head}. {nums}{bt}. SLA: {sla_verdict(r, sla).reason}.'
+
+# %% ../nbs/30_tracking.ipynb #3668df49
 @dataclass
 class PointRun:
     "Handle on one child run; `log_result` records the measured or simulated point."
     study: StudyRun
     run_id: str
     logged: bool = False
+    name: str = ''
 
     def log_result(self, r:BenchResult, sla:SLA, *, manifests:dict[str, str]|None=None, exports=(), charts=()):
-        "Log `r` (metrics, result tags, `bench_result.json`) and its artifacts."
+        "Log `r` (core metrics, result tags, description, `bench_result.json`, `all_metrics.json`) and its artifacts."
         c = self.study.client
-        log_batch(c, self.run_id, metrics=metrics_of(r, sla), tags=_result_tags(r, sla))
+        log_batch(c, self.run_id, metrics=core_metrics(r, sla), tags={**_result_tags(r, sla), 'mlflow.note.content': _note(r, sla, self.name)})
         _retry(c.log_text, self.run_id, r.model_dump_json(indent=1), 'bench_result.json')
+        _retry(c.log_dict, self.run_id, all_metrics(r), 'all_metrics.json')
         if manifests: log_texts(c, self.run_id, manifests, 'manifests')
         log_files(c, self.run_id, exports, 'exports'); log_files(c, self.run_id, charts, 'charts')
         self.logged = True
@@ -362,14 +378,20 @@ class PointRun:
 # %% ../nbs/30_tracking.ipynb #1d0346f1
 @contextmanager
 def point_run(study:StudyRun, *, key:str, variant:str, concurrency:int, settings:dict, group:str, variant_hash:str,
-              target:str, recipe_version:str='', image:str='', check:str='not run') -> Iterator[PointRun]:
-    "Open a child run of `study` for one variant x concurrency; ends FINISHED once a result was logged."
+              target:str, recipe_version:str='', image:str='', check:str='not run', label:str|None=None,
+              params:dict|None=None, dataset=None, start_time:int|None=None) -> Iterator[PointRun]:
+    "Open a child run of `study` for one variant x concurrency, named `<label> @c<concurrency>`; ends FINISHED once a result was logged."
+    from mlflow.entities import DatasetInput, InputTag
     c = study.client
     tags = _run_tags(study, key=key, variant=variant, concurrency=concurrency, group=group, variant_hash=variant_hash,
                      target=target, recipe_version=recipe_version, image=image, check=check)
-    rid = _retry(c.create_run, study.experiment_id, run_name=f'{variant}@c{concurrency}', tags=tags).info.run_id
-    log_batch(c, rid, params={**flatten(settings), 'loadgen.concurrency': str(concurrency)})
-    p = PointRun(study=study, run_id=rid)
+    name = _run_name(None, None, concurrency, label or variant)
+    rid = _retry(c.create_run, study.experiment_id, run_name=name, tags=tags, start_time=start_time).info.run_id
+    log_batch(c, rid, params={**(params or {}), 'loadgen.concurrency': str(concurrency)})
+    _retry(c.log_dict, rid, settings, 'settings.json')
+    if dataset is not None:
+        _retry(c.log_inputs, rid, datasets=[DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag('mlflow.data.context', 'workload')])])
+    p = PointRun(study=study, run_id=rid, name=label or variant)
     try: yield p
     except BaseException as e:
         _retry(c.set_tag, rid, 'workbench.failure', f'{type(e).__name__}: {e}'[:8000])
@@ -380,11 +402,12 @@ def point_run(study:StudyRun, *, key:str, variant:str, concurrency:int, settings
 # %% ../nbs/30_tracking.ipynb #b548a6e7
 def log_point(study:StudyRun, r:BenchResult, sla:SLA, *, settings:dict, group:str, key:str|None=None,
               recipe_version:str='', image:str='', check:str='not run', manifests:dict[str, str]|None=None,
-              exports=(), charts=()) -> str:
-    "Log `r` as a FINISHED child run of `study`; returns its run id."
+              exports=(), charts=(), label:str|None=None, params:dict|None=None, dataset=None, start_time:int|None=None) -> str:
+    "Log `r` as a FINISHED child run of `study` (keywords as `point_run`); returns its run id."
     key = key or point_key(model=r.model, variant_hash=r.variant_hash, target=r.target, concurrency=r.concurrency)
     with point_run(study, key=key, variant=r.variant, concurrency=r.concurrency, settings=settings, group=group,
-                   variant_hash=r.variant_hash, target=r.target, recipe_version=recipe_version, image=image, check=check) as p:
+                   variant_hash=r.variant_hash, target=r.target, recipe_version=recipe_version, image=image, check=check,
+                   label=label, params=params, dataset=dataset, start_time=start_time) as p:
         p.log_result(r, sla, manifests=manifests, exports=exports, charts=charts)
     return p.run_id
 
@@ -465,7 +488,7 @@ def study_runs(model:str, study=None, *, tracking_uri:str|None=None, status:str|
     return df.sort_values(['study', 'target', 'variant', 'concurrency'], kind='stable').reset_index(drop=True)
 
 # %% ../nbs/30_tracking.ipynb #927a46cf
-def compare(runs:pd.DataFrame, metrics=('output_tok_s_per_gpu', 'user_tok_s', 'time_to_first_token.p50'), *,
+def compare(runs:pd.DataFrame, metrics=('output_token_throughput_per_gpu', 'sla.user_tok_s', 'time_to_first_token.p50'), *,
             by:str='target', index=('variant', 'concurrency'), base:str|None=None) -> pd.DataFrame:
     "Pivot `runs` (from `study_runs`): rows `index`, columns metric x `by`, plus ratios to the `base` value of `by`."
     cols = [f'metrics.{m}' for m in metrics]

@@ -6,6 +6,7 @@
 from __future__ import annotations
 from dataclasses import dataclass, field, asdict
 from .base import BaseTarget
+from ..progress import phase
 from .k8s_cluster import Cluster, connect, check_access, apply, labelled, workbench_labels, ref
 from .k8s_deploy import deploy, teardown, split_manifests, restart_and_wait, Deployment, DeploymentFailed
 from .k8s_bench import smoke_test, run_benchmark, with_export_in_log, job_concurrency
@@ -78,8 +79,9 @@ class K8sTarget(BaseTarget):
         cl = self.cluster()
         ms = rehearsal_manifests(manifests) if self.rehearsal else manifests
         if self.rehearsal: fields = {**fields, 'engine': 'mocker'}
-        dep = None
+        dep, what = None, fields.get('variant', variant_key)
         try:
+            phase(f'deploying {what} to namespace {cl.namespace}')
             try: dep = deploy(cl, ms, self.study, variant_key, hf_secret=self.hf_secret, download_timeout_s=self.download_timeout_s,
                               ready_timeout_s=self.ready_timeout_s, poll_s=self.poll_s, progress=self.progress)
             except DeploymentFailed as e:
@@ -87,13 +89,14 @@ class K8sTarget(BaseTarget):
                 raise
             self.records += dep.table()
             dgd = split_manifests(ms)[3][0]
-            if self.smoke: smoke_test(cl, dep.dgd, served_model(dgd) or '')
+            if self.smoke: phase(f'smoke test of {dep.dgd}'); smoke_test(cl, dep.dgd, served_model(dgd) or '')
             out = []
             for i, job in enumerate(split_manifests(ms)[4]):
                 if self.cold_cache and (i > 0 or dep.records[-1].kind != 'first_start'):
                     self.records.append(asdict(restart_and_wait(dep, self.restart_method, self.ready_timeout_s, self.poll_s, progress=self.progress)))
+                phase(f'benchmarking {what} at c{job_concurrency(job)} (AIPerf Job {job["metadata"]["name"]})')
                 out.append(run_benchmark(cl, job, self.study, variant_key, timeout_s=self.bench_timeout_s, poll_s=self.poll_s,
                                          progress=self.progress, **{'concurrency': job_concurrency(job), **fields}))
             return out
         finally:
-            if not self.keep_dgd: teardown(cl, self.study, variant_key, progress=self.progress)
+            if not self.keep_dgd: phase(f'tearing down {what}'); teardown(cl, self.study, variant_key, progress=self.progress)

@@ -11,6 +11,7 @@ from typing import Iterable
 import yaml
 from tqdm import tqdm
 from ..core import WorkbenchError, content_hash, repo_root
+from .. import progress as _progress
 
 # %% auto #0
 __all__ = ['NEEDED_RIGHTS', 'label_value', 'workbench_labels', 'selector', 'labelled', 'example_manifests', 'Cluster', 'connect',
@@ -339,9 +340,10 @@ def get(cl:Cluster, api_version:str, kind:str, name:str) -> dict|None:
     except NotFoundError: return None
 
 # %% ../../nbs/15a_k8s_cluster.ipynb #c3fabd7b
-def poll(check, timeout_s:float, poll_s:float=5, desc:str='waiting', *, progress:bool=True) -> tuple[str, str, float]:
-    "Call `check() -> (state, message)` until state is 'done' or 'failed' or time runs out; returns (state, message, seconds)."
-    t0 = time.monotonic(); state, msg = 'pending', ''
+def poll(check, timeout_s:float, poll_s:float=5, desc:str='waiting', *, progress:bool=True, phase:str|None=None,
+         every_s:float=60) -> tuple[str, str, float]:
+    "Call `check() -> (state, message)` until state is 'done' or 'failed' or time runs out; returns (state, message, seconds). `phase` reports the wait as progress phase lines."
+    t0 = time.monotonic(); state, msg, told = 'pending', '', -every_s
     bar = tqdm(total=int(timeout_s), desc=desc, unit='s', disable=not progress, leave=False,
                bar_format='{desc}: {n_fmt}/{total_fmt}s {postfix}')
     try:
@@ -349,8 +351,10 @@ def poll(check, timeout_s:float, poll_s:float=5, desc:str='waiting', *, progress
             state, msg = check()
             el = time.monotonic() - t0
             bar.n = min(int(el), int(timeout_s)); bar.set_postfix_str(msg[:100]); bar.refresh()
-            if state in ('done', 'failed'): return state, msg, el
-            if el >= timeout_s: return 'timeout', msg, el
+            end = state if state in ('done', 'failed') else 'timeout' if el >= timeout_s else None
+            if phase and (end or el - told >= every_s):
+                told = el; _progress.phase(f'{phase}: ' + (end if end else 'waiting') + (f' ({msg[:160]})' if msg else ''), elapsed_s=round(el, 1))
+            if end: return end, msg, el
             time.sleep(min(poll_s, max(0.0, timeout_s - el)) or 0.01)
     finally: bar.close()
 
