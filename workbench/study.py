@@ -18,7 +18,7 @@ from .results import BenchResult, SLA, sla_verdict, user_tok_s
 from .checks import Verdict, gate
 from .targets.registry import TARGETS, get_target
 from .targets.base import Target
-from . import tracking, report, layout, progress
+from . import tracking, report, layout, progress, reproduce
 
 # %% auto #0
 __all__ = ['KV_EVENTS', 'generic_candidates', 'candidates', 'Planned', 'plan_study', 'point_key', 'StudyOutcome', 'StudyArgs',
@@ -286,7 +286,8 @@ def _run_variant(s, a:StudyArgs, p:Planned, concs, *, out:StudyOutcome, prog=Non
                            check=verdict.status, manifests=manifests, exports=[x for x in [r.extra.get('export')] if x and Path(x).exists()],
                            label=lab, params=layout.point_params(v, r.concurrency, group=p.group, changes=p.changes, request_count=a.request_count, seed=a.seed),
                            dataset=layout.workload_dataset(v, target.name, request_count=a.request_count, seed=a.seed, generated=r.extra.get('workload')),
-                           start_time=t0)
+                           start_time=t0, bundle=reproduce.point_bundle(v, r, target, request_count=a.request_count, seed=a.seed, study=s.study,
+                                                                        manifests=manifests['manifests.yaml']))
         out.results.append(r); out.ran += 1; tell(r.concurrency, 'ran' if r.modelled else 'not modelled', r)
     _sla_best(s, a, p, out, check=verdict.status, manifests=manifests, prog=prog)
 
@@ -305,7 +306,9 @@ def _sla_best(s, a:StudyArgs, p:Planned, out:StudyOutcome, *, check:str|None=Non
         tracking.log_point(s, r, v.recipe.sla, settings=v.settings(), group=p.group, key=key, recipe_version=v.recipe.recipe_version,
                            image=v.image, check=check or 'not run', manifests=manifests or {}, label=f'{lab} (SLA max)',
                            params=layout.point_params(v, r.concurrency, group=p.group, changes=p.changes, request_count=a.request_count, seed=a.seed),
-                           dataset=layout.workload_dataset(v, a.target.name, request_count=a.request_count, seed=a.seed, generated=r.extra.get('workload')))
+                           dataset=layout.workload_dataset(v, a.target.name, request_count=a.request_count, seed=a.seed, generated=r.extra.get('workload')),
+                           bundle=reproduce.point_bundle(v, r, a.target, request_count=a.request_count, seed=a.seed, study=s.study,
+                                                         manifests=(manifests or {}).get('manifests.yaml')))
         out.results.append(r); out.ran += 1
     out.sla_best[v.hash] = best
     tracking.log_batch(s.client, s.run_id, tags={tag: json.dumps(best)})

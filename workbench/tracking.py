@@ -365,14 +365,15 @@ class PointRun:
     logged: bool = False
     name: str = ''
 
-    def log_result(self, r:BenchResult, sla:SLA, *, manifests:dict[str, str]|None=None, exports=(), charts=()):
-        "Log `r` (core metrics, result tags, description, `bench_result.json`, `all_metrics.json`) and its artifacts."
+    def log_result(self, r:BenchResult, sla:SLA, *, manifests:dict[str, str]|None=None, exports=(), charts=(), bundle:dict|None=None):
+        "Log `r` (core metrics, result tags, description, `bench_result.json`, `all_metrics.json`), its artifacts and its reproduce bundle."
         c = self.study.client
         log_batch(c, self.run_id, metrics=core_metrics(r, sla), tags={**_result_tags(r, sla), 'mlflow.note.content': _note(r, sla, self.name)})
         _retry(c.log_text, self.run_id, r.model_dump_json(indent=1), 'bench_result.json')
         _retry(c.log_dict, self.run_id, all_metrics(r), 'all_metrics.json')
         if manifests: log_texts(c, self.run_id, manifests, 'manifests')
         log_files(c, self.run_id, exports, 'exports'); log_files(c, self.run_id, charts, 'charts')
+        if bundle is not None: _retry(c.log_dict, self.run_id, {**bundle, 'run_id': self.run_id}, 'bundle.json')   # workbench.reproduce
         self.logged = True
 
 # %% ../nbs/30_tracking.ipynb #1d0346f1
@@ -402,13 +403,14 @@ def point_run(study:StudyRun, *, key:str, variant:str, concurrency:int, settings
 # %% ../nbs/30_tracking.ipynb #b548a6e7
 def log_point(study:StudyRun, r:BenchResult, sla:SLA, *, settings:dict, group:str, key:str|None=None,
               recipe_version:str='', image:str='', check:str='not run', manifests:dict[str, str]|None=None,
-              exports=(), charts=(), label:str|None=None, params:dict|None=None, dataset=None, start_time:int|None=None) -> str:
+              exports=(), charts=(), label:str|None=None, params:dict|None=None, dataset=None, start_time:int|None=None,
+              bundle:dict|None=None) -> str:
     "Log `r` as a FINISHED child run of `study` (keywords as `point_run`); returns its run id."
     key = key or point_key(model=r.model, variant_hash=r.variant_hash, target=r.target, concurrency=r.concurrency)
     with point_run(study, key=key, variant=r.variant, concurrency=r.concurrency, settings=settings, group=group,
                    variant_hash=r.variant_hash, target=r.target, recipe_version=recipe_version, image=image, check=check,
                    label=label, params=params, dataset=dataset, start_time=start_time) as p:
-        p.log_result(r, sla, manifests=manifests, exports=exports, charts=charts)
+        p.log_result(r, sla, manifests=manifests, exports=exports, charts=charts, bundle=bundle)
     return p.run_id
 
 # %% ../nbs/30_tracking.ipynb #9687f97b
