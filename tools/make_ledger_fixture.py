@@ -1,0 +1,40 @@
+"""Write tests/fixtures/ledger/<model>: AIPerf artifact folders of live local runs that the simulator mispredicts by a known amount.
+
+The runs are the project's own: live local graphs (dynamo.frontend + dynamo.mocker workers + nats on 127.0.0.1) measured
+by the real AIPerf CLI (`workbench.measured.stand_in_runs`). The mocker workers are timed with the sim target's B200
+profile and the model's calibrated factors multiplied by --prefill-x and --decode-x, as a cluster with slower kernels
+than the calibration assumes. Only the export, the AIPerf command, the graph's commands and a run config naming the
+variant are kept. Usage (about 3 minutes on 2 cores):
+
+    .venv/bin/python tools/make_ledger_fixture.py [--model motif-3] [--prefill-x 1.6] [--decode-x 1.3]
+"""
+import argparse, json, shutil, sys, tempfile, time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument('--model', default='motif-3'); p.add_argument('--prefill-x', type=float, default=1.6); p.add_argument('--decode-x', type=float, default=1.3)
+    p.add_argument('--out', default=str(ROOT/'tests'/'fixtures'/'ledger'))
+    a = p.parse_args(argv)
+    from workbench.measured import stand_in_runs, STAND_IN_POINTS
+    from workbench.tracking import package_versions, git_sha
+    dest, t0 = Path(a.out)/a.model, time.time()
+    tmp = Path(tempfile.mkdtemp(prefix='ledger-fixture-'))/a.model
+    made = stand_in_runs(a.model, tmp, prefill_x=a.prefill_x, decode_x=a.decode_x)
+    if dest.exists(): shutil.rmtree(dest)
+    shutil.copytree(tmp, dest)
+    v = package_versions()
+    (dest/'README.md').write_text(
+        f"# Ledger fixture: {a.model}\n\nAIPerf artifact folders of live local runs (dynamo.frontend + dynamo.mocker workers on 127.0.0.1, "
+        f"AIPerf {v['aiperf']}, ai-dynamo {v['ai-dynamo']}), made by `tools/make_ledger_fixture.py --model {a.model} --prefill-x {a.prefill_x:g} "
+        f"--decode-x {a.decode_x:g}` on {time.strftime('%Y-%m-%d')} (commit {git_sha()}).\n\n"
+        f"The workers were timed with the sim target's B200 profile and the model's calibrated factors times {a.prefill_x:g} (prefill) and "
+        f"{a.decode_x:g} (decode): the simulator mispredicts these points by a known amount, and a refit from them must find it. "
+        f"The tokens come from mocker workers: the points are labelled engine=mocker (provenance simulated), never measured.\n\n"
+        f"Points (variant: concurrencies): {json.dumps(STAND_IN_POINTS)}. Each variant folder has `graph.json` (the graph's commands), "
+        f"`workbench-run.yaml` (the variant) and `points/c<N>/` (`profile_export_aiperf.json`, `aiperf_command.json`).\n")
+    print(f'{len(made)} points in {dest} ({time.time() - t0:.0f} s)')
+
+if __name__ == '__main__': sys.exit(main())
