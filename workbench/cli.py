@@ -15,7 +15,8 @@ from .targets.registry import TARGETS
 # %% auto #0
 __all__ = ['study_notebook', 'parse_params', 'notebook_parameters', 'check_params', 'preflight', 'ipc_kernel_manager',
            'run_notebook', 'cmd_list', 'cmd_render', 'cmd_run', 'cmd_sweep', 'compare_table', 'cmd_compare',
-           'study_links', 'cmd_ui', 'cmd_validate', 'cmd_server', 'cmd_demo', 'parser', 'main']
+           'study_links', 'cmd_ui', 'cmd_validate', 'cmd_server', 'import_spec', 'cmd_import', 'cmd_ledger',
+           'cmd_calibrate', 'cmd_reproduce', 'measured_commands', 'cmd_demo', 'parser', 'main']
 
 # %% ../nbs/40_cli.ipynb #36547669
 def study_notebook(model:str) -> Path:
@@ -204,6 +205,69 @@ def cmd_server(a):
     kw = {'port': a.port, 'admin_password_file': a.admin_password_file} if a.action == 'start' else {}
     print(server.command(a.action, a.dir, **kw))
 
+# %% ../nbs/40_cli.ipynb #80047e1a
+def import_spec(a) -> 'ImportSpec':
+    "The `measured.ImportSpec` the `import` options state."
+    from pydantic import ValidationError
+    from workbench.measured import ImportSpec
+    try: return ImportSpec(variant=a.variant, topology=a.topology, concurrency=a.concurrency, target=a.target, engine=a.engine,
+                           image=a.image, engine_version=a.engine_version, gpus=a.gpus)
+    except ValidationError as e:
+        x = e.errors()[0]
+        raise WorkbenchError(f"--{x['loc'][0]} {x.get('input')!r}: {x['msg']}", 'import measured runs', 'give a positive number') from None
+
+def cmd_import(a):
+    "Import measured runs (AIPerf artifact folders, results CSV) into MLflow, then show the model's ledger."
+    from workbench import measured, ledger
+    t = measured.import_runs(a.model, a.paths, import_spec(a), tracking_uri=a.tracking_uri)
+    cols = ['variant', 'concurrency', 'target', 'engine', 'provenance', 'output_tok_s_per_gpu', 'ttft_p50_ms', 'itl_p50_ms', 'status', 'run_id']
+    print(t[cols].round(2).to_string(index=False))
+    print(f"{(t.status == 'imported').sum()} point(s) imported, {(t.status != 'imported').sum()} imported before (import run {t.study.iloc[0]})\n")
+    try: print(ledger.show(a.model, include_mocker=a.include_mocker, tracking_uri=a.tracking_uri))
+    except WorkbenchError as e: print(f'no ledger yet: {e.what}. {e.fix}')
+
+def cmd_ledger(a):
+    "Predicted against measured for a model's measured points: table, error by group and calibration, bands, drift, chart."
+    from workbench import ledger
+    print(ledger.show(a.model, include_mocker=a.include_mocker, chart=a.chart, tracking_uri=a.tracking_uri))
+
+def cmd_calibrate(a):
+    "Refit a model's calibration from its ledger; print the leave-one-out error before and after; store and record it."
+    from workbench import ledger
+    if not a.from_ledger: raise WorkbenchError('no source to calibrate from', f'calibrate {a.model}',
+                                               'pass --from-ledger (the published points are fitted by workbench validate)')
+    print(ledger.refit(a.model, include_mocker=a.include_mocker, prior_sd=a.prior_sd, out=a.out, tracking_uri=a.tracking_uri).text())
+
+def cmd_reproduce(a):
+    "Run a point again from its bundle (on its target, or --target) and print old against new; exit 3 when it does not reproduce."
+    from workbench import reproduce
+    rep = reproduce.reproduce(a.run_id, target=a.target, options=parse_params(a.option) or None, tracking_uri=a.tracking_uri)
+    print(rep.text())
+    if not rep.ok: raise SystemExit(3)
+
+def measured_commands(sub):
+    "Add `import`, `ledger`, `calibrate` and `reproduce` to the subcommands `sub`."
+    i = sub.add_parser('import', help='measured runs in: AIPerf artifact folders or a results CSV (published layout)'); i.set_defaults(fn=cmd_import)
+    i.add_argument('model'); i.add_argument('paths', nargs='+', metavar='PATH', help='AIPerf artifact folder(s) (profile_export_aiperf.json) or results CSV')
+    i.add_argument('--variant', help="recipe, baseline, 'cache.max_num_seqs=64', ... (default: workbench-run.yaml, else the DGD manifest)")
+    i.add_argument('--topology'); i.add_argument('--concurrency', type=int, help="default: AIPerf's record of the run")
+    i.add_argument('--target', choices=['k8s', 'local'], help='default: local for a local graph, else k8s')
+    i.add_argument('--engine', choices=['vllm', 'mocker'], help='what served the tokens (default: the graph says, else vllm)')
+    i.add_argument('--image'); i.add_argument('--engine-version'); i.add_argument('--gpus', type=int)
+    for name, fn, hlp in [('ledger', cmd_ledger, 'predicted against measured, per metric, group and calibration'),
+                          ('calibrate', cmd_calibrate, "refit a model's calibration from its measured points")]:
+        s = sub.add_parser(name, help=hlp); s.set_defaults(fn=fn); s.add_argument('model')
+        if name == 'ledger': s.add_argument('--chart', metavar='FILE.png', help='where to write the chart (default runs/ledger/<model>/ledger.png)')
+        if name == 'calibrate':
+            s.add_argument('--from-ledger', action='store_true', help='refit from the measured points'); s.add_argument('--out', help='write the calibration here instead (not used by default)')
+            s.add_argument('--prior-sd', type=float, default=1.0, help='width of the prior on the log factors around the published calibration')
+    for s in (i, *[sub.choices[n] for n in ('ledger', 'calibrate')]):
+        s.add_argument('--include-mocker', action='store_true', help='count live mocker points (local/rehearsal graphs) too'); s.add_argument('--tracking-uri')
+    r = sub.add_parser('reproduce', help='run a point again from its bundle; old against new'); r.set_defaults(fn=cmd_reproduce)
+    r.add_argument('run_id'); r.add_argument('--target', choices=TARGETS.names(), help="another target (default: the point's own)")
+    r.add_argument('-o', '--option', action='append', default=[], metavar='NAME=VALUE', help='target option (with --target)'); r.add_argument('--tracking-uri')
+
+
 # %% ../nbs/40_cli.ipynb #bf01e7c7
 def cmd_demo(a):
     "Run the Motif 3 study on sim and print its summary."
@@ -240,6 +304,7 @@ def parser() -> argparse.ArgumentParser:
     v = sub.add_parser('server', help='shared MLflow tracking server (PostgreSQL, basic auth) on 127.0.0.1'); v.set_defaults(fn=cmd_server)
     v.add_argument('action', choices=['start', 'stop', 'status']); v.add_argument('--dir', help='server folder (default runs/server)')
     v.add_argument('--port', type=int, default=5000, help='MLflow port (0: any free port)'); v.add_argument('--admin-password-file', help='file with the admin password (default: $MLFLOW_AUTH_ADMIN_PASSWORD, else generated)')
+    measured_commands(sub)
     return p
 
 def main(argv=None):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json, math, os
 from pathlib import Path
 from pydantic import BaseModel, ConfigDict
-from ..core import WorkbenchError, content_hash, recipes_dir
+from ..core import WorkbenchError, content_hash, recipes_dir, runs_dir
 from ..results import BenchResult, SLA
 from .. import timing
 from ..calibration import (Calibration, Factors, FitPoint, Observation, Prior, calibrate, combine, points_from_results,
@@ -22,7 +22,7 @@ from .replay import (SimWorker, SimWorkload, SimSetup, accept_rates, position_ra
 __all__ = ['SIM_VERSION', 'SIM_DEFAULTS', 'MODELLED', 'CAL_SEED', 'BAND_METRICS', 'transfer_gbps', 'acceptance_lengths',
            'accept_rates_of', 'variant_setup', 'unmodelled', 'partly_modelled', 'point_label', 'published_points',
            'evaluate', 'sim_versions', 'calibration', 'validation_path', 'shipped_validation', 'inputs_hash',
-           'model_factors', 'band_of', 'SimTarget', 'refit']
+           'ledger_calibration', 'model_factors', 'band_of', 'SimTarget', 'refit']
 
 # %% ../../nbs/12_sim.ipynb #e9ea28b5
 SIM_VERSION = 3        # bump when the simulator's physics change: calibrations and the shipped validation stop matching
@@ -242,8 +242,15 @@ def inputs_hash(recipe) -> str:
     return content_hash({'versions': sim_versions(), 'points': [p.model_dump(mode='json') for p in published_points(recipe)],
                          'effects': [e.model_dump(mode='json') for e in recipe.published_effects]})
 
-def model_factors(recipe) -> tuple[Factors, str]:
-    "The factors the sim uses for `recipe`: the shipped ones when current, else a fit (cached); and where they come from."
+def ledger_calibration(model:str) -> dict|None:
+    "The calibration refitted from `model`'s measured points (`workbench calibrate --from-ledger`, runs/ledger/<model>/calibration.json), if made by this simulator."
+    p = runs_dir()/'ledger'/model/'calibration.json'
+    d = json.loads(p.read_text()) if p.exists() else None
+    return d if d and d.get('versions') == sim_versions() else None
+
+def model_factors(recipe, *, ledger:bool=True) -> tuple[Factors, str]:
+    "The factors the sim uses for `recipe`: the ledger's refit, else the shipped ones when current, else a fit (cached); and where they come from."
+    if ledger and (led := ledger_calibration(recipe.id)): return Factors(**led['factors']), f"ledger calibration {led['id']} ({led['points']} measured points)"
     entry = shipped_validation().get('models', {}).get(recipe.id)
     if entry and entry.get('inputs_hash') == inputs_hash(recipe): return Factors(**entry['factors']), 'shipped validation'
     return calibration(recipe).factors, 'fitted now (the shipped validation predates these inputs)'
@@ -254,6 +261,8 @@ BAND_METRICS = {'output_token_throughput': 'output_tok_s_per_gpu', 'time_to_firs
 def band_of(variant, requests:int, validation:dict|None=None) -> tuple[dict[str, float], str]:
     "Relative error band per AIPerf metric of a simulated point of `variant` at `requests`, and its basis (`validation`: the shipped one)."
     v = shipped_validation() if validation is None else validation
+    led = ledger_calibration(variant.recipe.id) if validation is None else None
+    if led and v.get('points'): v = {**v, 'points': {**v['points'], **led.get('bands', {})}}    # point bands with the ledger's held-out errors
     if not v or v.get('models', {}).get(variant.recipe.id, {}).get('inputs_hash') != inputs_hash(variant.recipe):
         return {}, 'no validation for the current simulator inputs: run `workbench validate --write`'
     group = variant.group if variant.group not in (None, 'recipe', 'baseline') else None
@@ -266,7 +275,7 @@ def band_of(variant, requests:int, validation:dict|None=None) -> tuple[dict[str,
     out['delta'] = round(combine(extra, extra if twice else None, v['noise'].get('output_tok_s_per_gpu', 0)*math.sqrt(2*v['noise_requests']/max(1, requests))), 4)
     basis = (f"held-out validation over {len(v['models'])} models"
              + ((f", widened by the {group} effects" if v['groups'].get(group) else f', widened: no published {group} effect') if extra else '')
-             + (' (twice: partly modelled)' if twice else '') + f', seed noise at {requests} requests')
+             + (' (twice: partly modelled)' if twice else '') + (' and the ledger\'s measured points' if led else '') + f', seed noise at {requests} requests')
     return out, basis
 
 # %% ../../nbs/12_sim.ipynb #58096e57
