@@ -25,13 +25,14 @@ def main(argv=None):
     made = stand_in_runs(a.model, tmp, prefill_x=a.prefill_x, decode_x=a.decode_x)
     if dest.exists(): shutil.rmtree(dest)
     shutil.copytree(tmp, dest)
-    v = package_versions()
+    v, si = package_versions(), json.loads((dest/'stand_in.json').read_text())
     (dest/'README.md').write_text(
         f"# Ledger fixture: {a.model}\n\nAIPerf artifact folders of live local runs (dynamo.frontend + dynamo.mocker workers on 127.0.0.1, "
         f"AIPerf {v['aiperf']}, ai-dynamo {v['ai-dynamo']}), made by `tools/make_ledger_fixture.py --model {a.model} --prefill-x {a.prefill_x:g} "
         f"--decode-x {a.decode_x:g}` on {time.strftime('%Y-%m-%d')} (commit {git_sha()}).\n\n"
-        f"The workers were timed with the sim target's B200 profile and the model's calibrated factors times {a.prefill_x:g} (prefill) and "
-        f"{a.decode_x:g} (decode): the simulator mispredicts these points by a known amount, and a refit from them must find it. "
+        f"The workers were timed with the sim target's B200 profile and the model's calibrated factors (prefill {si['calibrated']['prefill']:.4f}, "
+        f"decode {si['calibrated']['decode']:.4f}, simulator {si['sim_versions']['sim']}) times {a.prefill_x:g} (prefill) and {a.decode_x:g} (decode), "
+        f"recorded in `stand_in.json`: the simulator mispredicts these points by a known amount, and a refit from them must find it. "
         f"The tokens come from mocker workers: the points are labelled engine=mocker (provenance simulated), never measured.\n\n"
         f"Points (variant: concurrencies): {json.dumps(STAND_IN_POINTS)}. Each variant folder has `graph.json` (the graph's commands), "
         f"`workbench-run.yaml` (the variant) and `points/c<N>/` (`profile_export_aiperf.json`, `aiperf_command.json`).\n")
