@@ -106,7 +106,7 @@ def delete_job(cl:Cluster, name:str, timeout_s:float=120) -> None:
 def run_benchmark(cl:Cluster, job:dict, study:str|None=None, variant_key:str|None=None, *, timeout_s:float=7200, poll_s:float=15,
                   out_dir:str|os.PathLike|None=None, progress:bool=True, **fields):
     "Run AIPerf Job `job` (labelled for `study`/`variant_key`), collect its export and return the parsed `BenchResult`."
-    from workbench.results import from_aiperf_export
+    from workbench.aiperf import result_from_export
     name = job['metadata']['name']
     delete_job(cl, name)
     apply(cl, labelled(with_export_in_log(job), workbench_labels(study, variant_key)))
@@ -117,7 +117,7 @@ def run_benchmark(cl:Cluster, job:dict, study:str|None=None, variant_key:str|Non
     p = out/'profile_export_aiperf.json'; p.write_text(json.dumps(export, indent=2))
     extra = {'job': name, 'namespace': cl.namespace, 'artifact_dir': (job['metadata'].get('annotations') or {}).get(f'{LABEL_PREFIX}/artifact-dir'),
              **fields.pop('extra', {})}
-    return from_aiperf_export(p, extra=extra, **{'target': 'k8s', **fields})
+    return result_from_export(p, extra=extra, **{'target': 'k8s', **fields})      # the local target's and `workbench import`'s parser
 
 # %% ../../nbs/15c_k8s_bench.ipynb #cd2d25a5
 def job_concurrency(job:dict) -> int|None:
