@@ -17,6 +17,10 @@ $(VENV)/.installed: settings.ini setup.py
 	$(UV) pip install -q -p $(PY) -e ".[dev]"
 	$(UV) pip install -q -p $(PY) --no-deps $$($(PY) tools/settings.py nodeps_requirements)
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@# dash (an aiperf dependency) ships a source lab extension that makes JupyterLab ask for a rebuild on every open
+	$(VENV)/bin/jupyter labextension uninstall --no-build @plotly/dash-jupyterlab >/dev/null 2>&1 || true
+	@# JupyterLab in this environment does not ask about fetching Jupyter news on every fresh profile
+	mkdir -p $(VENV)/share/jupyter/lab/settings && echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}}' > $(VENV)/share/jupyter/lab/settings/overrides.json
 	touch $@
 
 venv: $(VENV)/.installed  ## create .venv with the pinned stack

@@ -48,7 +48,7 @@ def replay(args):
     from workbench.targets.sim import SimTarget
     v = variants(model)[i]
     c = time.process_time()
-    rows = [(r.variant, r.concurrency, r.request_count, r.output_tok_s_per_gpu, r.confidence.get('output_token_throughput'))
+    rows = [(r.variant, r.concurrency, r.request_count, r.output_tok_s_per_gpu, r.error_band.get('output_token_throughput'))
             for r in SimTarget(requests=requests, progress=False).run(v, concs)]
     return rows, time.process_time() - c
 
@@ -75,7 +75,7 @@ def main():
         from workbench.targets.sim import SimTarget
         tgt = SimTarget(requests=a.requests, progress=False)
         cal_c = time.process_time()
-        cals = {v.topology_name: tgt.calibration(v.recipe, v.topology_name) for v in vs}
+        cals = {v.topology_name: tgt.factors(v)[0] for v in vs}
         cal_cpu = time.process_time() - cal_c
         t1 = time.time()
         out = list(pool.map(replay, [(a.model, a.requests, i, concs) for i in range(len(vs))]))
@@ -84,12 +84,12 @@ def main():
     reqs = sum(r[2] for r in rows)
     print(f'model {a.model}: {len(vs)} variants x {len(concs)} concurrencies = {len(rows)} points, {reqs} simulated requests '
           f'({a.requests}/point), {a.jobs} worker processes, {"warm" if a.warm else "cold"} caches')
-    print(f'one-off: profiles cpu {prep_cpu:5.2f} s, {len({c.id for c in cals.values() if c})} calibration cpu {cal_cpu:5.2f} s; wall {t1-t0:6.2f} s')
+    print(f'one-off: profiles cpu {prep_cpu:5.2f} s, {len({str(c) for c in cals.values() if c})} calibration cpu {cal_cpu:5.2f} s; wall {t1-t0:6.2f} s')
     print(f'replays: wall {t2-t1:6.2f} s, cpu {rep_cpu:6.2f} s in the workers -> {reqs/rep_cpu:,.0f} simulated requests per CPU-second')
     print(f'whole study: wall {t2-t0:6.2f} s, cpu {c2-c0:6.2f} s incl. process start-up (target: under 20 s on 2 cores; '
           f'this machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f})')
     best = max(rows, key=lambda r: r[3])
-    print(f'highest simulated tok/s/GPU: {best[0]} c{best[1]} {best[3]:.1f} [{best[4]}]')
+    print(f'highest simulated tok/s/GPU: {best[0]} c{best[1]} {best[3]:.1f} [band +-{100*(best[4] or 0):.0f}%]')
 
 if __name__ == '__main__':
     main()

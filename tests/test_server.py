@@ -106,7 +106,7 @@ def test_four_studies_and_a_wrong_password(folder):
         assert kids.groupby('study').size().to_dict() == {name: n_points for name in works}, kids.groupby('study').size()
         assert set(kids.status) == {'FINISHED'}
         assert set(kids['metrics.request_count']) == {float(REQUESTS)}
-        for m in ('metrics.output_tok_s_per_gpu', 'metrics.user_tok_s', 'metrics.sla_passed', 'metrics.time_to_first_token.p50'):
+        for m in ('metrics.output_token_throughput_per_gpu', 'metrics.sla.user_tok_s', 'metrics.sla.passed', 'metrics.time_to_first_token.p50'):
             assert kids[m].notna().all(), m
         assert set(kids.run_id) == {r.info.run_id for r in c.search_runs([eid], "tags.`workbench.kind` = 'point'", max_results=5000)}
         assert tracking.point_result(kids.run_id[0], tracking_uri=url).request_count == REQUESTS

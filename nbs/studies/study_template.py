@@ -12,7 +12,8 @@
 # It loads the recipe, renders its manifests, reproduces the recipe and the articles' baseline, compares
 # them with the published figures, then changes one setting group at a time with every other group
 # held at the recipe, and picks the best variant per group under the SLA. Every point goes to MLflow.
-# On the default `sim` target every number is **simulated** (and labelled so), never measured.
+# On the default `sim` target every number is **simulated** (and labelled so), never measured. The
+# study ends with one HTML report (`runs/<study>/report.html`) that opens offline.
 
 # %% tags=["parameters"]
 model: str = '{{model}}'  # recipe id, a folder under recipes/
@@ -37,15 +38,15 @@ ops_sections: bool = False  # KV host-offload and autoscaling sections (always s
 # Derived values live below the parameters cell, so papermill's injected parameters reach them.
 
 # %%
-import pandas as pd
 from IPython.display import display, Markdown
 from workbench.core import runs_dir
 from workbench.recipes import load_recipe
 from workbench.variants import recipe_variant
 from workbench.manifests import render_all, to_yaml
-from workbench import study as st
+from workbench import study as st, report
+from workbench.report import table
 
-pd.set_option('display.width', 200); pd.set_option('display.max_columns', 20); pd.set_option('display.max_colwidth', 60)
+report.static_charts()   # charts are PNG images drawn here (vl-convert): they show offline, in JupyterLab, HTML and MLflow
 recipe = load_recipe(model)
 rv = recipe_variant(recipe, topology or None)
 target_options = {**({'context': kube_context or None, 'namespace': namespace, 'rehearsal': rehearsal} if target == 'k8s' else {}), **options}
@@ -56,7 +57,7 @@ target_options = {**({'context': kube_context or None, 'namespace': namespace, '
 # Every value below comes from `recipes/{{model}}/recipe.yaml` (sources listed there).
 
 # %%
-display(st.recipe_summary(recipe))
+display(table(st.recipe_summary(recipe)))
 display(Markdown('**Pinned settings:** ' + '; '.join(f'`{p.setting}`: {p.reason}' for p in recipe.pins)))
 
 # %% [markdown]
@@ -74,7 +75,8 @@ print(f'{len(objects)} objects: ' + ', '.join(f"{o['kind']}/{o['metadata']['name
 # ## Run the study
 #
 # Recipe and baseline first, then each group's candidates. Refused candidates (pinned settings,
-# configurations that cannot run) are listed with their reason instead of being run.
+# configurations that cannot run) are listed with their reason instead of being run. A bar shows each
+# point as it finishes (`workbench run` prints the same as one line per point).
 
 # %%
 out = st.run_study(model, target=target, topology=topology or None, groups=groups, custom=custom or None, overrides=overrides or None,
@@ -87,13 +89,14 @@ print(f'study {out.study}: {out.ran} points run, {out.reused} reused from MLflow
 # %% [markdown]
 # ## Published vs reproduced
 #
-# Each published figure beside the matching point. `kind` says what the reproduced number is:
-# `simulated (calibrated)` was fitted to that very figure (its ratio is the fit residual),
-# `simulated (medium|low)` is a prediction, `measured` came from a real engine.
+# Each published figure beside the matching point. `provenance` says what the reproduced number is
+# (`simulated` or `measured`); `band` is the error band the sim's validation gives a simulated number
+# (blank until the sim records one). On the sim, a published point the calibration was fitted to
+# reproduces by construction: its ratio is the fit residual, not a test.
 
 # %%
 pvr = st.published_vs_reproduced(out, recipe)
-display(pvr)
+display(table(pvr.drop(columns=['variant', 'target', 'source'], errors='ignore')))
 
 # %% [markdown]
 # ## Every point, and the best per group under the SLA
@@ -102,18 +105,18 @@ display(pvr)
 # variant failed a functional check are excluded from "best".
 
 # %%
-table = st.results_table(out)
-display(table.drop(columns=['variant_hash']))
+points = st.results_table(out)
+display(table(points.drop(columns=['variant', 'target', 'itl_p50_ms', 'excluded_reason'], errors='ignore')))
 best = st.best_per_group(out)
-display(best)
-display(st.excluded_table(out))
+display(table(best.drop(columns=['target'], errors='ignore')))
+display(table(st.excluded_table(out)))
 
 # %% [markdown]
 # ## Charts
 #
 # The Pareto view (tok/s/GPU against tok/s/user, one line per variant across concurrencies, with the SLA
-# line), published vs reproduced, and per-group deltas against the recipe; saved as PNG and SVG and
-# logged to the study's MLflow run.
+# line, the Pareto frontier and the published points), published vs reproduced, and per-group deltas
+# against the recipe; saved as PNG and SVG and logged to the study's MLflow run.
 
 # %%
 charts = st.study_charts(out, recipe, out_dir)
@@ -126,18 +129,19 @@ for c in charts.values(): display(c)
 # then the router's estimated prefix overlap against the engine's actual KV reuse; ITL up -> decode
 # load and KV cache usage (disaggregated: KV transfer time); failed requests -> readiness, OOM and
 # requests over the context limit. A variant is compared with the recipe's point at the same
-# concurrency. Each point's diagnosis goes to its MLflow child run (`diagnosis.*` tags, `diag.*`
-# metrics, `diagnosis/diagnosis.csv`); the full table, the overlap-vs-reuse numbers (metrics
-# `overlap.<variant>.<concurrency>.*`) and the chart go to the study's parent run. On the sim the
-# signals come from the replay engine and are simulated; on local and k8s from the frontend's
-# Prometheus metrics and AIPerf.
+# concurrency. A point with no symptom and no likely cause is `healthy`; requests over the context
+# limit that the benchmark drops by design are a note, not a bottleneck. Each point's diagnosis goes to
+# its MLflow child run (`diagnosis.*` tags, `diagnosis/diagnosis.csv`, `diagnosis/signals.json`); the
+# full table, the overlap-vs-reuse table (`overlap/overlap.csv`) and the chart go to the study's parent
+# run. On the sim the signals come from the replay engine and are simulated; on local and k8s from the
+# frontend's Prometheus metrics and AIPerf.
 
 # %%
 from workbench import diagnosis as dg, tracking
 diag = dg.log_study_diagnosis(tracking.client(out.tracking_uri), out.run_id, out.results, recipe, sla=out.sla, meta=out.meta, folder=out_dir)
 print(f"{diag['points_logged']} point diagnoses logged to their child runs")
-display(diag['summary'].drop(columns=['variant_hash']))
-display(diag['overlap'].drop(columns=['variant_hash']))
+display(table(diag['summary'].drop(columns=['variant'], errors='ignore')))
+display(table(diag['overlap'].drop(columns=['variant'], errors='ignore')))
 if diag['chart'] is not None: display(diag['chart'])
 
 # %% [markdown]
@@ -154,7 +158,7 @@ if diag['chart'] is not None: display(diag['chart'])
 if ops_sections:
     offload = dg.offload_section(model, client=tracking.client(out.tracking_uri), run_id=out.run_id)
     print(f"[{offload.attrs['provenance']}] GPU KV capacity {offload.attrs['gpu_kv_tokens']:,} tokens; " + '; '.join(offload.attrs['notes']))
-    display(offload.drop(columns=['model']))
+    display(table(offload))
 else: print('skipped: ops_sections is False')
 
 # %% [markdown]
@@ -171,14 +175,20 @@ if ops_sections:
     from workbench.planner import planner_section
     autoscale = planner_section(model, client=tracking.client(out.tracking_uri), run_id=out.run_id)
     print(f"[{autoscale.attrs['provenance']}] " + '; '.join(autoscale.attrs['notes']))
-    display(autoscale[['policy', 'available', 'gpu_hours', 'mean_replicas', 'max_replicas', 'scaling_events', 'violating_requests',
-                       'violation_share', 'violations_vs_fixed_min', 'gpu_hours_vs_fixed_max', 'provenance', 'note']])
+    display(table(autoscale[['policy', 'available', 'gpu_hours', 'mean_replicas', 'max_replicas', 'scaling_events', 'violating_requests',
+                             'violation_share', 'violations_vs_fixed_min', 'gpu_hours_vs_fixed_max', 'provenance', 'note']]))
 else: print('skipped: ops_sections is False')
 
 # %% [markdown]
-# ## Summary
+# ## Summary and report
+#
+# The summary, and one HTML report with everything above and a link to each point's MLflow run
+# (`runs/<study>/report.html`: no script, charts embedded, so it opens offline). Both, the results
+# tables and the summary metrics (best per group under the SLA) also go to the study's parent run.
 
 # %%
+from workbench.publish import publish_study
 summary = st.summary_text(out, recipe, pvr, best)
-(out_dir/'summary.txt').write_text(summary)
+published = publish_study(out, recipe, out_dir, summary=summary)
 print(summary)
+print(f"\nHTML report: {published['report']}")

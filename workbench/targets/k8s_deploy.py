@@ -32,7 +32,7 @@ def job_state(job:dict|None) -> tuple[str, str]:
 
 def wait_job(cl:Cluster, name:str, timeout_s:float=4*3600, poll_s:float=10, *, progress:bool=True) -> float:
     "Wait until Job `name` completes; returns seconds waited. Failure or timeout raises with the Job's events."
-    state, msg, el = poll(lambda: job_state(get(cl, 'batch/v1', 'Job', name)), timeout_s, poll_s, f'job {name}', progress=progress)
+    state, msg, el = poll(lambda: job_state(get(cl, 'batch/v1', 'Job', name)), timeout_s, poll_s, f'job {name}', progress=progress, phase=f'Job {name}')
     if state == 'done': return el
     evs = events_for(cl, [name])
     what = f'Job {name} {"timed out after %gs" % timeout_s if state == "timeout" else "failed"} ({msg})'
@@ -94,7 +94,7 @@ def wait_ready(cl:Cluster, name:str, timeout_s:float=3*3600, poll_s:float=15, *,
     "Wait until DGD `name` is ready (status conditions + pods); returns seconds. Raises `DeploymentFailed`."
     def check():
         return dgd_state(get(cl, DGD_API, DGD_KIND, name), dgd_pods(cl, name), restart_id)
-    state, msg, el = poll(check, timeout_s, poll_s, f'ready {name}', progress=progress)
+    state, msg, el = poll(check, timeout_s, poll_s, f'ready {name}', progress=progress, phase=f'waiting for {name} to be ready')
     if state == 'done': return el
     evs = events_for(cl, [name])
     what = (f'DynamoGraphDeployment {name} ' + (f'not ready after {timeout_s:g}s' if state == 'timeout' else 'failed')
