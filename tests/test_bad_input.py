@@ -108,6 +108,8 @@ def at(*path, value=None, delete=False, append=None):
     return edit
 
 AGG_W = ('topologies', 'agg', 'workers', 0)
+EFFECT = {'label': 'TP8', 'changes': [{'group': 'parallelism', 'settings': {'tensor_parallel_size': 8}}], 'metric': 'output_tok_s_per_gpu',
+          'ratio': 0.7, 'source': 's'}   # a published comparison, as recipes/k-exaone-2 has them
 MUTATIONS = [   # (id, edit, what the error must say)
     ('sla-nan', at('sla', 'max_ttft_ms', value=float('nan')), "field 'sla.max_ttft_ms'"),
     ('sla-inf', at('sla', 'max_ttft_ms', value=float('inf')), "field 'sla.max_ttft_ms'"),
@@ -148,6 +150,9 @@ MUTATIONS = [   # (id, edit, what the error must say)
     ('schema-version-2', at('schema_version', value=2), "field 'schema_version'"),
     ('params-negative', at('model', 'architecture', 'total_params_b', value=-314), 'greater than 0'),
     ('sources-empty', at('sources', value=[]), "field 'sources'"),
+    ('effect-unknown-setting', at('published_effects', value=[dict(EFFECT, changes=[{'group': 'cache', 'settings': {'bogus': 1}}])]), "unknown setting 'cache.bogus'"),
+    ('effect-ratio-negative', at('published_effects', value=[dict(EFFECT, ratio=-0.7)]), 'greater than 0'),
+    ('effect-topology-unknown', at('published_effects', value=[dict(EFFECT, topology='nope')]), "published_effects[0].topology names topology 'nope'"),
 ]
 NESTED = '[' * 20000 + ']' * 20000
 TEXT_MUTATIONS = [   # (id, edit of the file's bytes, what the error must say)
@@ -188,6 +193,9 @@ def _recipe_fifo(tmp, env):
 
 def _hardware_bad(tmp, env):
     (tmp/'wbhome'/'recipes'/'hardware.yaml').write_text('B200: {memory_gb: 180, gpus_per_node: 8, max_gpus: 0}\n'); return []
+
+def _hardware_nic_nan(tmp, env):
+    (tmp/'wbhome'/'recipes'/'hardware.yaml').write_text('B200: {memory_gb: 180, gpus_per_node: 8, nic_gbps: .nan}\n'); return []
 
 def _env(**kw):
     def setup(tmp, env):
@@ -318,6 +326,10 @@ CLI_CASES = [
     Case('recipe-unreadable', ['render', 'motif-3', '--out', '{tmp}/out'], 'permission denied on', recipe=lambda d: None, setup=_recipe_unreadable, nobody=True, needs='root'),
     Case('recipe-fifo', ['run', 'motif-3', '-q'], 'is not a regular file', recipe=lambda d: None, setup=_recipe_fifo),
     Case('hardware-max-gpus-zero', ['render', 'motif-3', '--out', '{tmp}/out'], "field 'B200.max_gpus'", recipe=lambda d: None, setup=_hardware_bad),
+    Case('hardware-nic-nan', ['render', 'motif-3', '--out', '{tmp}/out'], "field 'B200.nic_gbps'", recipe=lambda d: None, setup=_hardware_nic_nan),
+    Case('validate-unknown-model', ['validate', '--show', '--models', 'nope'], "unknown model(s) ['nope']"),
+    Case('validate-workers-zero', ['validate', '--workers', '0'], 'pass between 1 and 64 worker processes'),
+    Case('compare-chart-under-file', ['compare', 'motif-3', '--chart', '{tmp}/afile/x.png'], 'is a file, a folder was expected', setup=_out_is_file),
     Case('sweep-unknown-models', ['sweep', '--models', 'motif-3', 'nope'], "unknown model(s) ['nope']"),
 ]
 CASES = _recipe_cases() + CLI_CASES
@@ -332,7 +344,11 @@ def test_corpus_is_big_enough():
 def test_real_recipes_load_unchanged():
     "Validation accepts all four real recipes as they are (their values are facts from public sources)."
     from workbench.recipes import list_recipes, load_recipe
+    from workbench.recipes import load_traces, load_gpu
     assert [load_recipe(m).id for m in list_recipes()] == ['ax-k2', 'k-exaone-2', 'motif-3', 'solar-open-2']
+    assert len(load_recipe('k-exaone-2').published_effects) >= 1 and load_gpu('B200').nic_gbps > 0
+    t = load_traces()       # traces.yaml shares one sessions block through an ordinary YAML alias: allowed
+    assert t['chat-8k1k-70kv-15pct'].sessions and t['chat-8k1k-70kv-15pct-nemotron'].sessions == t['chat-8k1k-70kv-15pct'].sessions
 
 
 @pytest.mark.parametrize('case', CASES, ids=[c.id for c in CASES])

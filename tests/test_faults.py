@@ -4,7 +4,8 @@ than the retry deadline) under a running k8s study.
 
 Each fault must end in a FAILED point whose `workbench.failure` tag names the cause (the process and its exit status, the
 hung process and the timeout that fired, the full disk, the API server that did not answer), with the process logs attached
-as artifacts; in a non-zero exit of `workbench run` (3) that prints each failed point and a tally; and in a retry
+as artifacts; in a non-zero exit of `workbench run` (3) that prints each failed point once (its progress line, with the
+cause) and a tally; and in a retry
 (`-p rerun_failed=True`) that re-runs only the failed points. No timing is asserted; detection times are printed.
 
 All tests are `slow` (minutes on a loaded 2-core machine; WORKBENCH_SKIP_SLOW=1 skips them). The disk test needs to mount a
@@ -117,10 +118,11 @@ def test_sigkill_worker_frontend_nats_cli(tmp_path):
         inj.stop.set(); cleanup(inj.graph_pids())
     assert len(inj.done) == 3, (inj.done, err[-3000:])
     assert rc == 3 and 'Traceback' not in err, f'exit {rc}:\n{err[-4000:]}'
-    failed = [l for l in err.splitlines() if l.startswith('failed: ')]
+    failed = [l for l in err.splitlines() if ' FAILED: ' in l]      # each failed point once, as it failed: its progress line
+    assert len(failed) == 3, failed
     for f in inj.done:
         line = next((l for l in failed if f"{f['name']} (pid {f['pid']}) exited with -9" in l), None)
-        assert line and ' at concurrency 4: run point c=4' in line, (f, failed)
+        assert line and ' @c4 ' in line and 'FAILED: run point c=4' in line, (f, failed)
     assert re.search(r'study \S+: 1 point\(s\) finished, 3 failed\. Re-run only the failed points', err), err[-2000:]
     points = store_points(db)
     bad = [p for p in points if p['status'] == 'FAILED']
@@ -199,7 +201,7 @@ def test_disk_full_mid_study_cli(tmp_path):
         assert rc == 3 and 'Traceback' not in err, f'exit {rc}:\n{err[-4000:]}'
         errors = [l for l in lines if l.startswith('error: ')]
         assert len(errors) == 1 and 'no space left' in errors[0] and errors[0].count('Fix:') == 1, lines
-        failed = [l for l in lines if l.startswith('failed: ')]
+        failed = [l for l in lines if ' FAILED: ' in l]
         assert failed and all('No space left on device' in l or 'no space left' in l for l in failed), failed
         bad = [p for p in store_points(db) if p['status'] == 'FAILED']
         assert bad and all('space' in p['failure'].lower() for p in bad), bad
