@@ -28,6 +28,8 @@ seed: int = 42  # workload seed
 tracking_uri: str = ''  # MLflow store (empty: sqlite at runs/mlflow.db)
 kube_context: str = ''  # k8s target: kube context (empty: the current context)
 namespace: str = 'default'  # k8s target: namespace
+rehearsal: bool = False  # k8s target: workers run dynamo.mocker with the same topology (wiring check on a CPU cluster)
+options: dict = {}  # more target options, e.g. local: {'hang_timeout_s': 60, 'osl': 64}, k8s: {'api_retry_s': 300}
 study: str = ''  # study id (empty: derived from the parameters, so the same parameters resume the same study)
 rerun_failed: bool = False  # re-run points that failed before
 ops_sections: bool = False  # KV host-offload and autoscaling sections (always simulated; about 20-40 s)
@@ -47,7 +49,7 @@ from workbench.report import table
 report.static_charts()   # charts are PNG images drawn here (vl-convert): they show offline, in JupyterLab, HTML and MLflow
 recipe = load_recipe(model)
 rv = recipe_variant(recipe, topology or None)
-target_options = {'context': kube_context or None, 'namespace': namespace} if target == 'k8s' else {}
+target_options = {**({'context': kube_context or None, 'namespace': namespace, 'rehearsal': rehearsal} if target == 'k8s' else {}), **options}
 
 # %% [markdown]
 # ## The recipe
