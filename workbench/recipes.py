@@ -13,10 +13,10 @@ from .core import WorkbenchError, recipes_dir
 from .results import SLA
 
 # %% auto #0
-__all__ = ['Strict', 'GPU', 'Architecture', 'Draft', 'ModelSpec', 'Runtime', 'ModelCache', 'Parallelism', 'Cache', 'Speculative',
-           'Kernels', 'WorkerRouting', 'FrontendRouting', 'Service', 'Frontend', 'Worker', 'Topology', 'Trace',
-           'Workload', 'Benchmark', 'PublishedPoint', 'PublishedChange', 'PublishedEffect', 'Pin', 'Baseline', 'Recipe',
-           'list_recipes', 'load_recipe', 'load_gpu', 'load_traces']
+__all__ = ['Strict', 'GPU', 'Architecture', 'Draft', 'ModelSpec', 'EngineDrift', 'Runtime', 'ModelCache', 'Parallelism', 'Cache',
+           'Speculative', 'Kernels', 'WorkerRouting', 'FrontendRouting', 'Service', 'Frontend', 'Worker', 'Topology',
+           'Trace', 'Workload', 'Benchmark', 'PublishedPoint', 'PublishedChange', 'PublishedEffect', 'Pin', 'Baseline',
+           'Recipe', 'list_recipes', 'load_recipe', 'load_gpu', 'load_traces']
 
 # %% ../nbs/01_recipes.ipynb #a9f26c4a
 class Strict(BaseModel):
@@ -63,6 +63,12 @@ class ModelSpec(Strict):
     architecture: Architecture
     standin: str|None = Field(None, description='folder (relative to the recipe) with the simulator stand-in config.json')
 
+class EngineDrift(Strict):
+    "A worker flag the recipe's own runtime takes but the workbench's pinned vLLM (settings.ini) rejects, and why."
+    flag: str                      # e.g. --calculate-kv-scales
+    value: str|None = None         # only this value of the flag (e.g. a parser name); None: the flag itself
+    reason: str
+
 class Runtime(Strict):
     "Container image and the Dynamo/vLLM versions it carries."
     image: str
@@ -71,6 +77,7 @@ class Runtime(Strict):
     vllm_version: str|None = None
     runtime_version_override: str|None = None
     image_pull_secrets: list[str] = []
+    engine_drift: list[EngineDrift] = []   # checked against the real vLLM parser by workbench.targets.vllm_flags
     notes: str = ''
 
 class ModelCache(Strict):
