@@ -292,11 +292,7 @@ class LocalGraph:
             env = self._env(); gpu = iter(self.gpu_ids or [])
             for w in self.workers:
                 for i in range(w.count):
-                    if self.engine == 'mocker': cmd, wenv = mocker_command(w, self.model, self.profile_npz, self.namespace), env
-                    else:
-                        ids = [str(next(gpu)) for _ in range(w.gpus)] if self.gpu_ids else None
-                        cmd = vllm_command(w, self.model, free_port())
-                        wenv = {**env, **({'CUDA_VISIBLE_DEVICES': ','.join(ids)} if ids else {})}
+                    cmd, wenv = self._worker_command(w, env, gpu)
                     self.procs.append(Proc(f'{w.role}{len(self.worker_procs)}', cmd, self.run_dir/'logs'/f'{w.role}{len(self.worker_procs)}.log', wenv))
             self.procs.append(Proc('frontend', frontend_command(self.port, self.model, self.router_mode, self.workers[0].block_size,
                                                                 namespace=self.namespace, extra_args=self.frontend_args),
@@ -307,6 +303,12 @@ class LocalGraph:
         except BaseException:
             self.stop(); raise
         return self
+
+    def _worker_command(self, w:WorkerSpec, env:dict, gpu) -> tuple[list[str], dict]:
+        "Engine dispatch: command and environment of one worker of group `w` (`gpu` iterates `gpu_ids`; `workbench.targets.vllm_cpu.VllmGraph` overrides this)."
+        if self.engine == 'mocker': return mocker_command(w, self.model, self.profile_npz, self.namespace), env
+        ids = [str(next(gpu)) for _ in range(w.gpus)] if self.gpu_ids else None
+        return vllm_command(w, self.model, free_port()), {**env, **({'CUDA_VISIBLE_DEVICES': ','.join(ids)} if ids else {})}
 
     def _instances(self) -> dict[str, int]:
         "Registered `generate` instances per component, from /health."
@@ -404,8 +406,17 @@ class LocalTarget(BaseTarget):
     "Run a `Variant` as a live local graph (mocker workers with the sim target's timing), measured by AIPerf."
     name, engine = 'local', 'mocker'
 
+    def __new__(cls, *args, engine:str='mocker', **kw):
+        "'mocker' builds this class; another engine the class the registry has for it ('vllm': `workbench.targets.vllm_cpu.VllmTarget`)."
+        from workbench.targets.registry import TARGETS
+        if engine != 'mocker' and engine not in TARGETS.engines('local'):
+            raise WorkbenchError(f'engine {engine!r}', 'build the local target', f"use one of {['mocker', *TARGETS.engines('local')]}")
+        if engine != 'mocker' and cls is LocalTarget: cls = TARGETS.engine_class('local', engine)
+        return super().__new__(cls)
+
     def __init__(self, max_requests:int=64, requests_per_point:int|None=None, warmup:int|None=None, osl:int|None=None, *,
-                 calibrate:bool=True, kv_transfer_gbps:float=50.0, ready_timeout_s:float=300.0, progress:bool=True):
+                 calibrate:bool=True, kv_transfer_gbps:float=50.0, ready_timeout_s:float=300.0, progress:bool=True, engine:str='mocker'):
+        "`engine` is taken by `__new__` (which class to build)."
         self.max_requests, self.requests_per_point, self.warmup, self.osl = max_requests, requests_per_point, warmup, osl
         self.calibrate, self.kv_transfer_gbps, self.ready_timeout_s, self.progress = calibrate, kv_transfer_gbps, ready_timeout_s, progress
 
@@ -476,7 +487,7 @@ class LocalTarget(BaseTarget):
                 [r] = run_points(g, spec.at(c, request_count=n, warmup_request_count=warm), model=rec.id, variant=variant.name,
                                  variant_hash=variant.hash, smoke=(i == 0), progress=self.progress, tag=f'{variant.name}-')
                 pn = notes + ([f'{n} requests (recipe: {b.request_count})'] if n < b.request_count else [])
-                out.append(r.model_copy(update={'calibration_id': cal.id if cal else None, 'notes': r.notes + pn,
+                out.append(r.model_copy(update={'notes': r.notes + pn,
                                                 'extra': {**r.extra, 'group': variant.group,
                                                           'max_num_seqs': {w.role: w.max_num_seqs for w in ws}}}))
         return out
