@@ -16,7 +16,7 @@ import argparse, json, time
 import httpx
 from workbench.core import runs_dir
 from pathlib import Path
-from workbench.checks import SMOKE_PROMPT
+from workbench.checks_endpoint import SMOKE_PROMPT
 from workbench.variants import recipe_variant, baseline
 from workbench.targets.vllm_cpu import VllmTarget, VllmGraph, split_flags
 
