@@ -50,6 +50,7 @@ def signals_of(r:BenchResult) -> dict:
     elif 'server_metrics_delta' in r.extra or r.extra.get('aiperf_cache_read_pct') is not None:
         out.update(prometheus_signals(r.extra.get('server_metrics_delta'), r.extra.get('aiperf_cache_read_pct')))
     else: out['source'] = 'aiperf'
+    if r.extra.get('vllm_signals'): out.update(r.extra['vllm_signals'])     # the engine's own metrics (vLLM workers' /metrics)
     if out.get('actual_reuse_share') is None and r.prefix_cache_hit_rate is not None: out['actual_reuse_share'] = r.prefix_cache_hit_rate
     out['errors_text'] = ' | '.join(str(e) for e in r.extra.get('aiperf_errors') or [])[:2000]
     for k in ('over_context_dropped', 'ready_s', 'ready_ok'):

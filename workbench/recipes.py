@@ -15,11 +15,11 @@ from .results import SLA
 
 # %% auto #0
 __all__ = ['NonEmpty', 'Image', 'EnvName', 'Positive', 'HF_ID', 'SETTING_GROUPS', 'MAX_YAML_BYTES', 'MAX_YAML_VALUES',
-           'GPU_LIMIT_FIX', 'Strict', 'GPU', 'Architecture', 'Draft', 'ModelSpec', 'Runtime', 'ModelCache',
-           'Parallelism', 'Cache', 'Speculative', 'Kernels', 'WorkerRouting', 'FrontendRouting', 'known_setting',
-           'Service', 'Frontend', 'Worker', 'Topology', 'Trace', 'Workload', 'Benchmark', 'PublishedPoint',
-           'PublishedChange', 'PublishedEffect', 'Pin', 'Baseline', 'Recipe', 'list_recipes', 'read_yaml', 'load_gpu',
-           'load_traces', 'gpu_problems', 'load_recipe']
+           'GPU_LIMIT_FIX', 'Strict', 'GPU', 'Architecture', 'Draft', 'ModelSpec', 'EngineDrift', 'Runtime',
+           'ModelCache', 'Parallelism', 'Cache', 'Speculative', 'Kernels', 'WorkerRouting', 'FrontendRouting',
+           'known_setting', 'Service', 'Frontend', 'Worker', 'Topology', 'Trace', 'Workload', 'Benchmark',
+           'PublishedPoint', 'PublishedChange', 'PublishedEffect', 'Pin', 'Baseline', 'Recipe', 'list_recipes',
+           'read_yaml', 'load_gpu', 'load_traces', 'gpu_problems', 'load_recipe']
 
 # %% ../nbs/01_recipes.ipynb #63db5a65
 class Strict(BaseModel):
@@ -80,6 +80,12 @@ class ModelSpec(Strict):
     architecture: Architecture
     standin: str|None = Field(None, description='folder (relative to the recipe) with the simulator stand-in config.json')
 
+class EngineDrift(Strict):
+    "A worker flag the recipe's own runtime takes but the workbench's pinned vLLM (settings.ini) rejects, and why."
+    flag: str                      # e.g. --calculate-kv-scales
+    value: str|None = None         # only this value of the flag (e.g. a parser name); None: the flag itself
+    reason: str
+
 class Runtime(Strict):
     "Container image and the Dynamo/vLLM versions it carries."
     image: Image
@@ -88,6 +94,7 @@ class Runtime(Strict):
     vllm_version: str|None = None
     runtime_version_override: str|None = None
     image_pull_secrets: list[str] = []
+    engine_drift: list[EngineDrift] = []   # checked against the real vLLM parser by workbench.targets.vllm_flags
     notes: str = ''
     _secrets = field_validator('image_pull_secrets')(lambda v: [_k8s('subdomain')(x) for x in v])
 

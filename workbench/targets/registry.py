@@ -14,7 +14,7 @@ __all__ = ['TARGETS', 'TargetRegistry', 'get_target']
 class TargetRegistry:
     "Target classes by name; built-ins registered below, plugins through the `workbench.targets` entry-point group."
     group = 'workbench.targets'
-    def __init__(self): self._targets, self._scanned = {}, False
+    def __init__(self): self._targets, self._engines, self._scanned = {}, {}, False
 
     def register(self, name:str, target) -> None:
         "Register `target` (a class, or 'module:Class' imported on first use) as `name`."
@@ -36,16 +36,35 @@ class TargetRegistry:
     def get(self, name:str) -> type:
         "The target class registered as `name` (imported now when registered by path)."
         if name not in self: raise WorkbenchError(f'unknown target {name!r}', 'select target', f'use one of {self.names()}')
-        t = self._targets[name]
-        if isinstance(t, str):
-            mod, _, attr = t.partition(':')
-            t = self._targets[name] = getattr(importlib.import_module(mod), attr)
+        t = self._targets[name] = _load(self._targets[name])
         return t
+
+    def register_engine(self, name:str, engine:str, target) -> None:
+        "Register `target` (a class, or 'module:Class') as target `name` running `engine` instead of its own workers."
+        self._engines[(name, engine)] = target
+
+    def engines(self, name:str) -> list[str]:
+        "The engines registered for target `name` (besides the one its own class runs)."
+        return [e for n, e in self._engines if n == name]
+
+    def engine_class(self, name:str, engine:str) -> type:
+        "The class of target `name` that runs `engine` (imported now when registered by path)."
+        if engine not in self.engines(name):
+            raise WorkbenchError(f'engine {engine!r} for target {name!r}', 'select engine', f'use one of {self.engines(name)}')
+        t = self._engines[(name, engine)] = _load(self._engines[(name, engine)])
+        return t
+
+def _load(t):
+    "A class, or the class a 'module:Class' path names (imported now)."
+    if not isinstance(t, str): return t
+    mod, _, attr = t.partition(':')
+    return getattr(importlib.import_module(mod), attr)
 
 TARGETS = TargetRegistry()
 TARGETS.register('sim', 'workbench.targets.sim:SimTarget')
 TARGETS.register('local', 'workbench.targets.local:LocalTarget')
 TARGETS.register('k8s', 'workbench.targets.k8s:K8sTarget')
+TARGETS.register_engine('local', 'vllm', 'workbench.targets.vllm_cpu:VllmTarget')
 
 def get_target(name:str, **options):
     "A new target called `name`, built with `options` (an unknown option or a value of the wrong kind is a WorkbenchError naming the valid ones)."
