@@ -359,14 +359,24 @@ def load_recipe(model:str, root:Path|None=None) -> Recipe:
     return r
 
 # %% ../nbs/01_recipes.ipynb #fccdee8e
+@lru_cache(maxsize=16)
+def _yaml_at(path:str, stamp:tuple, op:str):
+    "Parsed YAML at `path` as of `stamp` (mtime, size): parsed once per change of the file (the simulator reads these per point)."
+    return _read_yaml(Path(path), op)
+
+def _cached_yaml(path:Path, op:str):
+    "Parsed YAML at `path`, read again only when the file changed (callers must not modify it)."
+    st = path.stat()
+    return _yaml_at(str(path), (st.st_mtime_ns, st.st_size), op)
+
 def load_gpu(name:str='B200', root:Path|None=None) -> GPU:
     "The GPU definition `name` from recipes/hardware.yaml."
     path = Path(root or recipes_dir())/'hardware.yaml'
-    gpus = {k: GPU(name=k, **v) for k, v in _read_yaml(path, 'load hardware').items()}
+    gpus = {k: GPU(name=k, **v) for k, v in _cached_yaml(path, 'load hardware').items()}
     if name not in gpus: raise WorkbenchError(f'unknown GPU {name!r} in {path}', 'load hardware', f'use one of {sorted(gpus)}')
     return gpus[name]
 
 def load_traces(root:Path|None=None) -> dict[str, Trace]:
     "Every trace described in recipes/traces.yaml, by id."
     path = Path(root or recipes_dir())/'traces.yaml'
-    return {d['id']: Trace(**d) for d in _read_yaml(path, 'load traces')}
+    return {d['id']: Trace(**d) for d in _cached_yaml(path, 'load traces')}
