@@ -476,7 +476,7 @@ class LocalTarget(BaseTarget):
                 [r] = run_points(g, spec.at(c, request_count=n, warmup_request_count=warm), model=rec.id, variant=variant.name,
                                  variant_hash=variant.hash, smoke=(i == 0), progress=self.progress, tag=f'{variant.name}-')
                 pn = notes + ([f'{n} requests (recipe: {b.request_count})'] if n < b.request_count else [])
-                out.append(r.model_copy(update={'calibration_id': cal.id if cal else None, 'notes': r.notes + pn,
+                out.append(r.model_copy(update={'notes': r.notes + pn,
                                                 'extra': {**r.extra, 'group': variant.group,
                                                           'max_num_seqs': {w.role: w.max_num_seqs for w in ws}}}))
         return out
