@@ -15,7 +15,7 @@ from .targets.registry import TARGETS
 # %% auto #0
 __all__ = ['study_notebook', 'parse_params', 'notebook_parameters', 'check_params', 'preflight', 'ipc_kernel_manager',
            'run_notebook', 'cmd_list', 'cmd_render', 'cmd_run', 'cmd_sweep', 'compare_table', 'cmd_compare',
-           'study_links', 'cmd_ui', 'cmd_validate', 'cmd_server', 'cmd_demo', 'parser', 'main']
+           'study_links', 'cmd_ui', 'cmd_validate', 'cmd_server', 'cmd_search', 'cmd_demo', 'parser', 'main']
 
 # %% ../nbs/40_cli.ipynb #36547669
 def study_notebook(model:str) -> Path:
@@ -204,6 +204,17 @@ def cmd_server(a):
     kw = {'port': a.port, 'admin_password_file': a.admin_password_file} if a.action == 'start' else {}
     print(server.command(a.action, a.dir, **kw))
 
+# %% ../nbs/40_cli.ipynb #44b70b2c
+def cmd_search(a):
+    "Search a model's deployments on the sim target under the SLA and a GPU budget; print the summary."
+    from workbench.search import parse_sla, USD_PER_GPU_HOUR
+    from workbench.search_run import run_search
+    sla = parse_sla(a.sla, load_recipe(a.model).sla)
+    res = run_search(a.model, gpus=a.gpus, sla=sla, budget_s=a.budget_s, requests=a.requests, seed=a.seed, top_k=a.top_k,
+                     usd_per_gpu_hour=USD_PER_GPU_HOUR if a.price is None else a.price, load_tok_s=a.load, validate=a.validate,
+                     validate_k=a.validate_k, tracking_uri=a.tracking_uri, show=not a.quiet)
+    print(res.summary)
+
 # %% ../nbs/40_cli.ipynb #bf01e7c7
 def cmd_demo(a):
     "Run the Motif 3 study on sim and print its summary."
@@ -240,6 +251,16 @@ def parser() -> argparse.ArgumentParser:
     v = sub.add_parser('server', help='shared MLflow tracking server (PostgreSQL, basic auth) on 127.0.0.1'); v.set_defaults(fn=cmd_server)
     v.add_argument('action', choices=['start', 'stop', 'status']); v.add_argument('--dir', help='server folder (default runs/server)')
     v.add_argument('--port', type=int, default=5000, help='MLflow port (0: any free port)'); v.add_argument('--admin-password-file', help='file with the admin password (default: $MLFLOW_AUTH_ADMIN_PASSWORD, else generated)')
+    q = sub.add_parser('search', help='search deployments under the SLA and a GPU budget on the sim target: frontier, cost, winner'); q.set_defaults(fn=cmd_search)
+    q.add_argument('model'); q.add_argument('--gpus', type=int, help='GPU budget (default: one 8-GPU node)')
+    q.add_argument('--sla', metavar='ttft=MS,user=TOK_S', help="limits replacing the recipe's (itl=MS also accepted)")
+    q.add_argument('--budget-s', type=float, default=60, help='seconds of search before the best are refined (default 60)')
+    q.add_argument('--price', type=float, metavar='USD', help='USD per GPU-hour for the cost columns (default: workbench.search.USD_PER_GPU_HOUR, an assumed B200 price)')
+    q.add_argument('--load', type=float, metavar='TOK_S', help='offered load in output tok/s for GPU-hours/day (default: what the best recipe topology serves)')
+    q.add_argument('--requests', type=int, default=300, help='requests per simulated point'); q.add_argument('--seed', type=int, default=42)
+    q.add_argument('--top-k', type=int, default=3, help='configurations refined to their SLA maximum')
+    q.add_argument('--validate', choices=[t for t in TARGETS.names() if t != 'sim'], help='re-run the top configurations on this live target')
+    q.add_argument('--validate-k', type=int, default=2); q.add_argument('--tracking-uri'); q.add_argument('-q', '--quiet', action='store_true')
     return p
 
 def main(argv=None):
