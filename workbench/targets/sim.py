@@ -211,11 +211,13 @@ def evaluate(factors:Factors, points:list[FitPoint]) -> list[dict]:
         out.append({'output_tok_s_per_gpu.avg': m.output_tok_s_per_gpu})
     return out
 
+_VERSIONS: dict = {}     # installed package versions do not change while a process runs (read once: the sim asks per point)
+
 def sim_versions() -> dict:
     "Versions a calibration depends on."
     import importlib.metadata as md
-    return {'sim': SIM_VERSION, 'ai-dynamo': md.version('ai-dynamo'), 'aiconfigurator': md.version('aiconfigurator'),
-            'profile_format': timing.PROFILE_FORMAT}
+    if not _VERSIONS: _VERSIONS.update({'ai-dynamo': md.version('ai-dynamo'), 'aiconfigurator': md.version('aiconfigurator')})
+    return {'sim': SIM_VERSION, **_VERSIONS, 'profile_format': timing.PROFILE_FORMAT}
 
 def calibration(model, *, held_out=(), prior:Prior|None=None, store:bool=True) -> Calibration:
     "Phase factors of `model` fitted on its published recipe points except `held_out` (the baselines are never fitted; cached by input hash)."
