@@ -135,13 +135,23 @@ def cmd_run(a):
     print(f'executed notebook: {nb}')
 
 def cmd_sweep(a):
-    "Run every model's study notebook in turn, one line per finished point; a failing model is reported and the sweep goes on."
+    "Run every model's study notebook in turn, one line per finished point; a failing model is reported and the sweep goes on. With `--ci`: a gated batch (`workbench.batch`)."
+    if a.ci: raise SystemExit(_ci(a))
     failed, models = {}, a.models or list_recipes()
     for i, m in enumerate(models, 1):
         print(f'== sweep {i}/{len(models)}: {m} on {a.target}', flush=True)
         try: print(f'executed notebook: {run_notebook(m, a.target, parse_params(a.param), progress=not a.quiet)}', flush=True)
         except WorkbenchError as e: failed[m] = str(e); print(f'{m}: FAILED: {e}', file=sys.stderr)
     if failed: raise SystemExit(f'{len(failed)} of the sweep failed: {", ".join(failed)}')
+
+def _ci(a) -> int:
+    "`sweep --ci`: the batch file's studies through papermill, gated against the reference; exit 0 ok, 1 regression or failed check, 2 could not run."
+    from workbench import batch
+    try:
+        if a.models or a.target != 'sim': raise WorkbenchError('--models and --target do not apply to --ci', 'run the batch', 'declare the studies in the batch file')
+        return batch.ci(a.ci, run=run_notebook, preflight=preflight, reference=a.reference, accept_batch=a.accept, why=a.why, by=a.by,
+                        overrides=parse_params(a.param), progress=not a.quiet)
+    except WorkbenchError as e: print(f'error: {e}', file=sys.stderr, flush=True); return 2
 
 def compare_table(model:str, study:str|None=None, *, tracking_uri:str|None=None, port:int=5000):
     "The runs of `model` (one study, or all), as the results frame sorted by tok/s/GPU, with each run's MLflow link in `run`."
@@ -224,7 +234,12 @@ def parser() -> argparse.ArgumentParser:
     for name, fn, hlp in [('run', cmd_run, "run one model's study notebook"), ('sweep', cmd_sweep, 'run every model'), ('demo', cmd_demo, 'Motif 3 on sim')]:
         s = sub.add_parser(name, help=hlp); s.set_defaults(fn=fn)
         if name == 'run': s.add_argument('model')
-        if name == 'sweep': s.add_argument('--models', nargs='*')
+        if name == 'sweep':
+            s.add_argument('--models', nargs='*')
+            s.add_argument('--ci', metavar='BATCH.yaml', help='run the batch file as a gated CI batch (exit 0 ok, 1 regression or failed check, 2 could not run)')
+            s.add_argument('--reference', metavar='FILE|mlflow', help="--ci: the reference (default: the batch file's reference:)")
+            s.add_argument('--accept', nargs='?', const=True, metavar='BATCH', help='--ci: make this batch (or the earlier BATCH) the reference')
+            s.add_argument('--why', help='--accept: why this batch becomes the reference (recorded)'); s.add_argument('--by', help='--accept: who accepts (default: $GITHUB_ACTOR, $GITLAB_USER_LOGIN, git user.name)')
         if name != 'demo': s.add_argument('--target', default='sim', choices=TARGETS.names())
         s.add_argument('-p', '--param', action='append', default=[], metavar='NAME=VALUE', help='notebook parameter')
         s.add_argument('-q', '--quiet', action='store_true')
