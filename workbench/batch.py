@@ -11,7 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from .core import WorkbenchError, runs_dir, env_set
 from .recipes import load_recipe
-from .results import BenchResult, sla_verdict
+from .results import BenchResult, Metric, SLA, sla_verdict
 from .verdict import CheckResult, Verdict
 from .study import StudyOutcome, sla_best_table, published_vs_reproduced
 from . import tracking, layout, report, gate as gt
@@ -87,7 +87,6 @@ def _fake_point(label:str, c:int, tok:float, *, ttft:float=300.0, user:float=70.
 
 def fake_study(model:str, study:str, *, tracking_uri:str|None=None, scale:float=1.0, band:float|None=0.2, check:str='not_applicable'):
     "Log a tiny study (recipe at c8 and c16 plus its SLA max) as `run_study` would, its throughput times `scale`: for examples and tests of the batch."
-    from workbench.results import SLA
     with tracking.study_run(model, study, params={'fake': True}, tracking_uri=tracking_uri, tags={'workbench.target': 'sim'}) as s:
         for c, tok in ((8, 220.0), (16, 300.0)):
             tracking.log_point(s, _fake_point('recipe', c, scale*tok, ttft=300/scale, band=band), SLA(), settings={}, group='recipe', label='recipe', check=check)

@@ -152,6 +152,9 @@ def _ci(a) -> int:
         return batch.ci(a.ci, run=run_notebook, preflight=preflight, reference=a.reference, accept_batch=a.accept, why=a.why, by=a.by,
                         overrides=parse_params(a.param), progress=not a.quiet)
     except WorkbenchError as e: print(f'error: {e}', file=sys.stderr, flush=True); return 2
+    except Exception as e:                    # a bug is not a regression: the batch could not run
+        import traceback; traceback.print_exc()
+        print(f'error: run the batch: {type(e).__name__}: {e}. Fix: see the traceback above', file=sys.stderr, flush=True); return 2
 
 def compare_table(model:str, study:str|None=None, *, tracking_uri:str|None=None, port:int=5000):
     "The runs of `model` (one study, or all), as the results frame sorted by tok/s/GPU, with each run's MLflow link in `run`."
