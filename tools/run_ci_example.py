@@ -41,6 +41,13 @@ def matches(work:Path, patterns) -> list[Path]:
     "Files and folders under `work` matching the glob patterns."
     return sorted({Path(p) for pat in patterns for p in glob.glob(str(work/pat.rstrip('/')))})
 
+def replace(src:Path, dst:Path):
+    "Copy `src` (file or folder, symlinks kept) to `dst`, replacing what is there."
+    if dst.is_symlink() or dst.is_file(): dst.unlink()
+    elif dst.exists(): shutil.rmtree(dst)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(src, dst, symlinks=True) if src.is_dir() else shutil.copy2(src, dst)
+
 def bash(script:str, work:Path, env:dict, log) -> int:
     "Run `script` with bash -e -o pipefail in `work`; returns its exit status."
     log(f'$ {script.strip()}')
@@ -72,9 +79,7 @@ def action(uses:str, w:dict, work:Path, a, log, *, restore:bool=True) -> int:
         if not a.cache: log(f'cache: not emulated (no --cache): {ps}'); return 0
         for p in ps:
             src, dst = (Path(a.cache)/p, work/p) if restore else (work/p, Path(a.cache)/p)
-            if src.exists():
-                if dst.exists(): shutil.rmtree(dst) if dst.is_dir() else dst.unlink()
-                dst.parent.mkdir(parents=True, exist_ok=True); shutil.copytree(src, dst, symlinks=True) if src.is_dir() else shutil.copy2(src, dst)
+            if src.exists(): replace(src, dst)
         log(f"cache: {'restored' if restore else 'saved'} {ps} {'from' if restore else 'to'} {a.cache}"); return 0
     if name == 'mikepenz/action-junit-report':
         from junitparser import JUnitXml
@@ -135,14 +140,14 @@ def gitlab(ci:dict, job:str, work:Path, a, log) -> int:
     lines = list(j.get('before_script') or []) + list(j.get('script') or [])
     if a.cache:
         for p in (j.get('cache') or {}).get('paths', []):
-            if (Path(a.cache)/p).exists(): shutil.copytree(Path(a.cache)/p, work/p, symlinks=True, dirs_exist_ok=True)
+            if (Path(a.cache)/p).exists(): replace(Path(a.cache)/p, work/p)
     log(f"image {j.get('image')}: not emulated, the commands run on this machine")
     script = '\n'.join(lines)
     if a.dry_run: log(script); return 0
     rc = bash(script, work, env, log)
     if a.cache:
         for p in (j.get('cache') or {}).get('paths', []):
-            if (work/p).exists(): shutil.copytree(work/p, Path(a.cache)/p, symlinks=True, dirs_exist_ok=True)
+            if (work/p).exists(): replace(work/p, Path(a.cache)/p)
     art = j.get('artifacts') or {}
     found = matches(work, art.get('paths', []))
     junit = matches(work, [art.get('reports', {}).get('junit', '')]) if art.get('reports', {}).get('junit') else []
