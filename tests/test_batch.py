@@ -92,3 +92,17 @@ def test_ci_gate_on_sim(tmp_path):
     assert failed['recipe SLA max'].startswith('REGRESSION motif-3/sim recipe SLA max'), failed
     assert f'- {lines[0]}' in (last/'summary.md').read_text()
     assert json.loads((repo/'reference.json').read_text())['batch'] == ref['batch']       # a failing batch does not move the reference
+
+def test_bad_batch_input_creates_nothing(tmp_path):
+    "A batch file with a mistake ends `sweep --ci` with exit 2 and one `error: ... Fix: ...` line, before any study, run or store exists."
+    runs = tmp_path/'runs'
+    env = {**{k: v for k, v in os.environ.items() if k != 'MLFLOW_TRACKING_URI'}, 'WORKBENCH_RUNS': str(runs)}
+    for text, says in [('name: b\nstudies: [{model: motif-3, groups: [nope]}]\n', "unknown setting group(s) ['nope']"),
+                       ('name: b\nstudies: [{model: motif-3, request_count: abc}]\n', "request_count='abc' is str"),
+                       ('name: b\nstudies: [{model: nope}]\n', "unknown model 'nope'"),
+                       ('name: b\nrepeats: 0\nstudies: [{model: motif-3}]\n', 'repeats'),
+                       ('name: b\nstudies: [{model: motif-3, target: k8s, kube_context: nope-context}]\n', 'nope-context')]:
+        (tmp_path/'b.yaml').write_text(text)
+        p = subprocess.run([str(WORKBENCH), 'sweep', '--ci', str(tmp_path/'b.yaml'), '--accept', '--why', 'x'], env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 2 and says in p.stderr and 'Fix:' in p.stderr and 'Traceback' not in p.stderr, (text, p.stderr[-2000:])
+        assert not runs.exists() or list(runs.iterdir()) == [], (text, list(runs.iterdir()))
