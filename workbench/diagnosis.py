@@ -273,7 +273,8 @@ def offload_study(setup, concurrency:int, oversubscription=(0.5, 2.0, 8.0), host
     cap = engine_args(setup, w, factors)['engine']['num_gpu_blocks']*w.block_size
     kvb = timing.kv_bytes_per_token(setup.standin(), w.kv_dtype)
     shared = max(w.block_size, int(wl.prefix_ratio*wl.isl_mean)) if wl.prefix_ratio else 0
-    if not shared: raise WorkbenchError('the workload shares no prefix', 'offload study', 'use a workload with prefix_ratio > 0')
+    if not shared: raise WorkbenchError('the workload shares no prefix' + (' (a conversation stream dials no working set)' if wl.sessions else ''),
+                                        'offload study', 'use a synthetic workload with prefix_ratio > 0, as `offload_section` does')
     rows = []
     combos = [(k, g) for k in oversubscription for g in host_gb]
     for k, g in tqdm(combos, desc='offload study', disable=not progress, leave=False):
