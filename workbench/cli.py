@@ -15,10 +15,10 @@ from .manifests import render_all, to_yaml, write_manifests
 from .targets.registry import TARGETS
 
 # %% auto #0
-__all__ = ['study_notebook', 'parse_params', 'notebook_parameters', 'check_params', 'PlannedRun', 'preflight', 'StudyStopped',
-           'ipc_kernel_manager', 'show_event', 'execute', 'run_notebook', 'cmd_list', 'cmd_render', 'failed_points',
-           'report_failures', 'cmd_run', 'cmd_sweep', 'compare_table', 'cmd_compare', 'study_links', 'cmd_ui',
-           'cmd_validate', 'cmd_server', 'cmd_search', 'cmd_demo', 'parser', 'one_line', 'main']
+__all__ = ['KERNEL_START_S', 'study_notebook', 'parse_params', 'notebook_parameters', 'check_params', 'PlannedRun', 'preflight',
+           'StudyStopped', 'ipc_kernel_manager', 'show_event', 'execute', 'run_notebook', 'cmd_list', 'cmd_render',
+           'failed_points', 'report_failures', 'cmd_run', 'cmd_sweep', 'compare_table', 'cmd_compare', 'study_links',
+           'cmd_ui', 'cmd_validate', 'cmd_server', 'cmd_search', 'cmd_demo', 'parser', 'one_line', 'main']
 
 # %% ../nbs/40_cli.ipynb #5af5a18e
 def study_notebook(model:str) -> Path:
@@ -113,6 +113,8 @@ def _notebook_error(model:str, e, out:Path) -> WorkbenchError:
     return StudyStopped(f'cell {e.exec_count} raised {e.ename}: {short(first, 300)}', f'run the {model} study notebook',
                         f'open the partial notebook {out} to see the failing cell')
 
+KERNEL_START_S = 300   # seconds a study kernel may take to start: several studies at once on two cores take over papermill's 60
+
 def ipc_kernel_manager():
     "A jupyter kernel manager class whose kernels talk over local (unix) sockets instead of TCP."
     from jupyter_client.manager import AsyncKernelManager
@@ -145,7 +147,8 @@ def execute(plan:PlannedRun, progress:bool=True, *, shown:set|None=None) -> Path
             except OSError as e: raise fs_error(e, 'create the study folder', plan.folder) from None
             tail.start()
             pm.execute_notebook(str(study_notebook(model)), str(out), parameters=plan.params, cwd=str(repo_root()/'nbs'/'studies'),
-                                progress_bar=False, kernel_name='python3', kernel_manager_class=ipc_kernel_manager(), store_widget_state=False)
+                                progress_bar=False, kernel_name='python3', kernel_manager_class=ipc_kernel_manager(), store_widget_state=False,
+                                start_timeout=KERNEL_START_S)
         except pm.PapermillExecutionError as e: raise _notebook_error(model, e, out) from None
         except OSError as e:
             _drop_if_partial(out); raise fs_error(e, f'write the {model} study notebook', out) from None
