@@ -5,7 +5,10 @@ and the recipe's references), how many configurations and points were simulated,
 second, and where the search lands against the recipe. Goal: under 60 s to the frontier on 2 cores.
 MLflow logging, the chart and the winner's manifests (what `workbench search` adds) are timed apart.
 
-    .venv/bin/python bench/search.py [--model motif-3] [--budget-s 50] [--requests 300] [--gpus 8] [--log]
+    .venv/bin/python bench/search.py [--models motif-3 ...|all] [--budget-s 50] [--requests 300] [--gpus 8] [--log]
+
+With several models (or `all`) it also prints, for each, where the search (started from the model's
+baseline) lands against the recipe: the check that the search finds what the recipe found.
 
 Caches (timing profiles, calibrations, traces) are the ones in runs/cache, as a user's second search
 finds them; the first search of a model on a fresh clone also fits its calibration (when the shipped
@@ -20,10 +23,18 @@ def cpu_s() -> float:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument('--model', default='motif-3'); p.add_argument('--budget-s', type=float, default=50)
+    p.add_argument('--models', nargs='+', default=['motif-3']); p.add_argument('--budget-s', type=float, default=50)
     p.add_argument('--requests', type=int, default=300); p.add_argument('--gpus', type=int); p.add_argument('--seed', type=int, default=42)
     p.add_argument('--log', action='store_true', help='also time MLflow logging, chart and winner (a throw-away store)')
     a = p.parse_args(argv)
+    from workbench.recipes import list_recipes
+    landings = [bench(m, a) for m in (list_recipes() if a.models == ['all'] else a.models)]
+    if len(landings) > 1: print('\nwhere each search lands:\n' + '\n'.join(landings))
+    return 0
+
+def bench(model:str, a) -> str:
+    "Search `model` once, print the timings; returns where it lands against the recipe."
+    a.model = model
     t0, c0 = time.monotonic(), cpu_s()
     from workbench.search import search, landing
     from workbench.targets.sim import SimTarget
@@ -48,6 +59,6 @@ def main(argv=None) -> int:
             t3 = time.monotonic(); log_points(s, out); log_tables(s, out); t4 = time.monotonic()
             report.save_chart(frontier_chart(out), f'{d}/frontier'); write_winner(out, f'{d}/winner'); t5 = time.monotonic()
         print(f'MLflow logging of {pts} points: {t4 - t3:.1f} s ({(t4 - t3)/max(1, pts)*1000:.0f} ms/point); chart + winner manifests: {t5 - t4:.1f} s')
-    return 0
+    return f'{model}: {landing(out)}'
 
 if __name__ == '__main__': sys.exit(main())
