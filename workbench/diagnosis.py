@@ -50,6 +50,7 @@ def signals_of(r:BenchResult) -> dict:
     elif 'server_metrics_delta' in r.extra or r.extra.get('aiperf_cache_read_pct') is not None:
         out.update(prometheus_signals(r.extra.get('server_metrics_delta'), r.extra.get('aiperf_cache_read_pct')))
     else: out['source'] = 'aiperf'
+    if r.extra.get('vllm_signals'): out.update(r.extra['vllm_signals'])     # the engine's own metrics (vLLM workers' /metrics)
     if out.get('actual_reuse_share') is None and r.prefix_cache_hit_rate is not None: out['actual_reuse_share'] = r.prefix_cache_hit_rate
     out['errors_text'] = ' | '.join(str(e) for e in r.extra.get('aiperf_errors') or [])[:2000]
     for k in ('over_context_dropped', 'ready_s', 'ready_ok'):
@@ -272,7 +273,8 @@ def offload_study(setup, concurrency:int, oversubscription=(0.5, 2.0, 8.0), host
     cap = engine_args(setup, w, factors)['engine']['num_gpu_blocks']*w.block_size
     kvb = timing.kv_bytes_per_token(setup.standin(), w.kv_dtype)
     shared = max(w.block_size, int(wl.prefix_ratio*wl.isl_mean)) if wl.prefix_ratio else 0
-    if not shared: raise WorkbenchError('the workload shares no prefix', 'offload study', 'use a workload with prefix_ratio > 0')
+    if not shared: raise WorkbenchError('the workload shares no prefix' + (' (a conversation stream dials no working set)' if wl.sessions else ''),
+                                        'offload study', 'use a synthetic workload with prefix_ratio > 0, as `offload_section` does')
     rows = []
     combos = [(k, g) for k in oversubscription for g in host_gb]
     for k, g in tqdm(combos, desc='offload study', disable=not progress, leave=False):

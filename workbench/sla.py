@@ -48,8 +48,9 @@ def sla_max(results:list[BenchResult], sla:SLA) -> SLAMax:
     ma, mb = sla_margin(a, sla), sla_margin(b, sla)
     w = ma/(ma - mb) if ma > mb else 0.0
     t = a.output_tok_s_per_gpu + w*(b.output_tok_s_per_gpu - a.output_tok_s_per_gpu)
-    return SLAMax(output_tok_s_per_gpu=max(a.output_tok_s_per_gpu, t), concurrency=a.concurrency + w*(b.concurrency - a.concurrency),
-                  point=a, limited_by=_limit(b, sla), searched=cs)
+    if t <= a.output_tok_s_per_gpu:         # the best passing point itself (the SLA binds further up, at no higher tok/s/GPU)
+        return SLAMax(output_tok_s_per_gpu=a.output_tok_s_per_gpu, concurrency=a.concurrency, point=a, limited_by=_limit(b, sla), searched=cs)
+    return SLAMax(output_tok_s_per_gpu=t, concurrency=a.concurrency + w*(b.concurrency - a.concurrency), point=a, limited_by=_limit(b, sla), searched=cs)
 
 # %% ../nbs/06_sla.ipynb #aa525946
 def search_sla_max(run_at:Callable[[int], BenchResult], sla:SLA, *, hint:int|None=None, hi:int=512) -> SLAMax:

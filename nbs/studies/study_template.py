@@ -28,9 +28,12 @@ seed: int = 42  # workload seed
 tracking_uri: str = ''  # MLflow store (empty: sqlite at runs/mlflow.db)
 kube_context: str = ''  # k8s target: kube context (empty: the current context)
 namespace: str = 'default'  # k8s target: namespace
+rehearsal: bool = False  # k8s target: workers run dynamo.mocker with the same topology (wiring check on a CPU cluster)
+options: dict = {}  # more target options, e.g. local: {'hang_timeout_s': 60, 'osl': 64}, k8s: {'api_retry_s': 300}
 study: str = ''  # study id (empty: derived from the parameters, so the same parameters resume the same study)
 rerun_failed: bool = False  # re-run points that failed before
 ops_sections: bool = False  # KV host-offload and autoscaling sections (always simulated; about 20-40 s)
+search: bool = False  # deployment search under the SLA within one node on the sim (about 60 s plus logging; simulated)
 
 # %% [markdown]
 # Derived values live below the parameters cell, so papermill's injected parameters reach them.
@@ -47,7 +50,7 @@ from workbench.report import table
 report.static_charts()   # charts are PNG images drawn here (vl-convert): they show offline, in JupyterLab, HTML and MLflow
 recipe = load_recipe(model)
 rv = recipe_variant(recipe, topology or None)
-target_options = {'context': kube_context or None, 'namespace': namespace} if target == 'k8s' else {}
+target_options = {**({'context': kube_context or None, 'namespace': namespace, 'rehearsal': rehearsal} if target == 'k8s' else {}), **options}
 
 # %% [markdown]
 # ## The recipe
@@ -176,6 +179,26 @@ if ops_sections:
     display(table(autoscale[['policy', 'available', 'gpu_hours', 'mean_replicas', 'max_replicas', 'scaling_events', 'violating_requests',
                              'violation_share', 'violations_vs_fixed_min', 'gpu_hours_vs_fixed_max', 'provenance', 'note']]))
 else: print('skipped: ops_sections is False')
+
+# %% [markdown]
+# ## Deployment search (simulated)
+#
+# Beyond one group at a time: which deployment is best for the recipe's SLA within one node? A search
+# on the sim target (`workbench search {{model}}`) over TP/EP/DP and replicas per role, aggregated or
+# prefill/decode pools, router mode, draft length, batch limit and host offload, starting from the
+# baseline, for about 60 s. The chart shows its Pareto frontier with the recipe's topologies and the
+# published points; the summary ranks the best configurations with their cost and says where the
+# search lands against the recipe. The winner is written as a recipe variant with its manifests
+# (`runs/<search>/winner/`). Its points go to MLflow under their own parent `search` run. Runs only
+# with `search`.
+
+# %%
+if search:
+    from workbench.search_run import run_search, frontier_chart
+    found = run_search(model, budget_s=60, requests=request_count, seed=seed, tracking_uri=tracking_uri or None)
+    display(frontier_chart(found.outcome))
+    print(found.summary)
+else: print('skipped: search is False')
 
 # %% [markdown]
 # ## Summary and report

@@ -28,14 +28,21 @@ etcd --name wb --data-dir "$D/etcd-data" --max-request-bytes=$((8*1024*1024)) \
   --listen-peer-urls http://127.0.0.1:$PEER_PORT --initial-advertise-peer-urls http://127.0.0.1:$PEER_PORT \
   --initial-cluster wb=http://127.0.0.1:$PEER_PORT --log-level warn > "$D/etcd.log" 2>&1 &
 echo $! > "$D/etcd.pid"
-"$BIN/kube-apiserver" --etcd-servers=http://127.0.0.1:$ETCD_PORT \
-  --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=$API_PORT --insecure-port=0 \
-  --tls-cert-file=apiserver.crt --tls-private-key-file=apiserver.key --cert-dir="$D/pki" \
-  --token-auth-file=tokens.csv --authorization-mode=RBAC \
-  --service-account-key-file=sa.pub --service-account-signing-key-file=sa.key \
-  --service-account-issuer=https://kubernetes.default.svc --api-audiences=https://kubernetes.default.svc \
-  --service-cluster-ip-range=10.96.0.0/24 --endpoint-reconciler-type=none \
-  --disable-admission-plugins=ServiceAccount --v=1 > "$D/apiserver.log" 2>&1 &
+# The API server's command goes into DIR/apiserver.sh, so restart-apiserver.sh can restart it (same port, certificates, etcd).
+cat > "$D/apiserver.sh" <<APISERVER
+#!/usr/bin/env bash
+cd "$D/pki"
+exec "$BIN/kube-apiserver" --etcd-servers=http://127.0.0.1:$ETCD_PORT \\
+  --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=$API_PORT --insecure-port=0 \\
+  --tls-cert-file=apiserver.crt --tls-private-key-file=apiserver.key --cert-dir="$D/pki" \\
+  --token-auth-file=tokens.csv --authorization-mode=RBAC \\
+  --service-account-key-file=sa.pub --service-account-signing-key-file=sa.key \\
+  --service-account-issuer=https://kubernetes.default.svc --api-audiences=https://kubernetes.default.svc \\
+  --service-cluster-ip-range=10.96.0.0/24 --endpoint-reconciler-type=none \\
+  --disable-admission-plugins=ServiceAccount --v=1 >> "$D/apiserver.log" 2>&1
+APISERVER
+chmod +x "$D/apiserver.sh"
+"$D/apiserver.sh" &
 echo $! > "$D/apiserver.pid"
 kc() { cat > "$2" <<KC
 apiVersion: v1

@@ -156,10 +156,15 @@ def _rows(wl:SimWorkload) -> list[dict]:
                      'hash_ids': [int(groups[i]) << 20 | j for j in range(shared)] + list(range(nxt, nxt + nb - shared))}); nxt += nb
     return rows
 
+_OVER: dict[str, int] = {}       # generated workloads are fixed by their content: count once per process
+
 def over_context(wl:SimWorkload) -> int:
     "How many requests of `wl` are longer than `wl.max_isl` (dropped before the replay)."
     if wl.synthetic_fixed: return wl.requests if wl.isl_mean > wl.max_isl else 0
-    return sum(1 for r in _rows(wl) if r['input_length'] > wl.max_isl)
+    if wl.trace_path: return sum(1 for r in _rows(wl) if r['input_length'] > wl.max_isl)
+    key = content_hash(wl.model_dump(mode='json'))
+    if key not in _OVER: _OVER[key] = sum(1 for r in _rows(wl) if r['input_length'] > wl.max_isl)
+    return _OVER[key]
 
 def workload_trace(wl:SimWorkload) -> Path:
     "Path of a Mooncake JSONL trace for `wl` without its over-context requests (written once, cached by content hash)."
