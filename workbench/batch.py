@@ -136,19 +136,21 @@ def _nan_none(x): return None if x is None or (isinstance(x, float) and math.isn
 def _repeat_points(entry:str, out:StudyOutcome) -> list[gt.BatchPoint]:
     "The gate's points of one study run: per variant its SLA max, per point run its TTFT p50 and per-user speed."
     checks = {v.variant_hash: v.status for v in out.verdicts}
+    failed = {v.variant_hash: [c.name for c in v.checks if c.status == 'failed'] for v in out.verdicts}
     pts = []
     for row in sla_best_table(out).itertuples():
         lab, band = out.meta[row.variant_hash]['label'], _nan_none(row.band)
         basis = next((r.band_basis for r in out.results if r.variant_hash == row.variant_hash), '')
         pts.append(gt.BatchPoint(entry=entry, label=lab, values={'sla_tok_s_gpu': [_nan_none(row.output_tok_s_per_gpu)]}, modelled=bool(row.modelled),
                                  band={} if band is None else {'sla_tok_s_gpu': float(band)}, basis=basis, provenance=row.provenance,
-                                 check=checks.get(row.variant_hash, 'not run')))
+                                 check=checks.get(row.variant_hash, 'not run'), failed_checks=failed.get(row.variant_hash, [])))
     for r in out.results:
         if r.extra.get('sla_max_point'): continue
         bands = {m: r.error_band[k] for m, (_, _, k) in gt.METRICS.items() if m != 'sla_tok_s_gpu' and k in r.error_band}
         pts.append(gt.BatchPoint(entry=entry, label=out.meta[r.variant_hash]['label'], concurrency=r.concurrency, modelled=r.modelled,
                                  values={'ttft_p50_ms': [r.value('time_to_first_token', 'p50')], 'user_tok_s': [sla_verdict(r, out.sla).user_tok_s]},
-                                 band=bands, basis=r.band_basis, provenance=r.provenance, check=checks.get(r.variant_hash, 'not run')))
+                                 band=bands, basis=r.band_basis, provenance=r.provenance, check=checks.get(r.variant_hash, 'not run'),
+                                 failed_checks=failed.get(r.variant_hash, [])))
     return pts
 
 def study_points(entry:str, outcomes:list[StudyOutcome]) -> list[dict]:
@@ -161,6 +163,7 @@ def study_points(entry:str, outcomes:list[StudyOutcome]) -> list[dict]:
             for k, v in p.values.items(): m.values.setdefault(k, []).extend(v)
             m.band = {k: max(m.band.get(k, 0), p.band.get(k, 0)) for k in {*m.band, *p.band}}
             m.check = 'failed' if 'failed' in (m.check, p.check) else m.check
+            m.failed_checks = sorted({*m.failed_checks, *p.failed_checks})
             m.modelled = m.modelled and p.modelled
     return [p.model_dump() for p in merged.values()]
 

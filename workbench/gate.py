@@ -34,6 +34,7 @@ class BatchPoint(BaseModel):
     provenance: str = ''                                         # simulated, measured
     modelled: bool = True                                        # False: the simulator does not model this variant (no numbers)
     check: str = 'not_applicable'                                # the variant's checks: passed, failed, not_applicable, not run
+    failed_checks: list[str] = []                                # the names of the checks that failed (e.g. accuracy.arith)
 
     @property
     def key(self) -> tuple: return (self.entry, self.label, self.concurrency)
@@ -133,7 +134,9 @@ def _points(doc:dict|None) -> list[BatchPoint]: return [BatchPoint.model_validat
 def _check(p:BatchPoint) -> Finding:
     "The finding of a variant's functional and accuracy checks."
     f = dict(entry=p.entry, case=f'{p.label} checks', kind='check')
-    if p.check == 'failed': return Finding(**f, status='failed', line=f'FAILED CHECK {p.entry} {p.label}: a functional or accuracy check failed (see its MLflow runs)')
+    if p.check == 'failed':
+        what = f'{", ".join(p.failed_checks)} failed' if p.failed_checks else 'a functional or accuracy check failed'
+        return Finding(**f, status='failed', line=f'FAILED CHECK {p.entry} {p.label}: {what} (see its MLflow runs)')
     if p.check == 'passed': return Finding(**f, status='ok', line=f'ok {p.entry} {p.label}: checks passed')
     return Finding(**f, status='skipped', line=f'{p.entry} {p.label}: checks {p.check.replace("_", " ")}' + (' (simulated engine)' if p.provenance == 'simulated' else ''))
 
