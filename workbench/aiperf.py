@@ -12,8 +12,8 @@ from .results import SLA, BenchResult, from_aiperf_export, load_aiperf_export, e
 from .constants import AIPERF_IMAGE, EXPORT_BEGIN, EXPORT_END, LABEL_PREFIX, ROLE_LABEL, CONCURRENCY_LABEL
 
 # %% auto #0
-__all__ = ['AIPerfSpec', 'goodput_from_sla', 'aiperf_command', 'aiperf_job', 'error_summary', 'run_aiperf', 'parse_prometheus',
-           'scrape_metrics', 'metrics_delta', 'result_from_export']
+__all__ = ['AIPERF_ENV', 'AIPerfSpec', 'goodput_from_sla', 'aiperf_command', 'aiperf_job', 'error_summary', 'run_aiperf',
+           'parse_prometheus', 'scrape_metrics', 'metrics_delta', 'result_from_export']
 
 # %% ../nbs/13_aiperf.ipynb #75a074e3
 class AIPerfSpec(BaseModel):
@@ -139,6 +139,10 @@ def _wait(p:subprocess.Popen, timeout_s:float, watch, watch_s:float) -> int:
             if time.monotonic() >= deadline: raise
         watch()
 
+# AIPerf's services must register with its controller within 30 s by default: a loaded two-core machine (a study beside
+# a test run) can take longer to import them, so the local runs allow 180 s (the caller's environment still wins)
+AIPERF_ENV = {'AIPERF_SERVICE_REGISTRATION_TIMEOUT': '180'}
+
 def run_aiperf(spec:AIPerfSpec, url:str, model:str, artifact_dir, *, tokenizer:str|None=None, env:dict|None=None,
                timeout_s:float|None=None, watch=None, watch_s:float=2.0) -> Path:
     "Run one AIPerf point; returns the path of `profile_export_aiperf.json`. `watch()`, called every `watch_s` s while it runs, may raise to stop it."
@@ -149,7 +153,7 @@ def run_aiperf(spec:AIPerfSpec, url:str, model:str, artifact_dir, *, tokenizer:s
     timeout_s = timeout_s or 120 + spec.request_timeout_s
     with open(log, 'w') as f:
         p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                             env={**os.environ, **(env or {})}, preexec_fn=child_setup)
+                             env={**AIPERF_ENV, **os.environ, **(env or {})}, preexec_fn=child_setup)
     try:
         rc = _wait(p, timeout_s, watch, watch_s)
     except subprocess.TimeoutExpired:

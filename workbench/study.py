@@ -354,7 +354,7 @@ def _sla_best(s, a:StudyArgs, p:Planned, out:StudyOutcome, *, check:str|None=Non
                            dataset=layout.workload_dataset(v, a.target.name, request_count=a.request_count, seed=a.seed, generated=r.extra.get('workload')),
                            bundle=reproduce.point_bundle(v, r, a.target, request_count=a.request_count, seed=a.seed, study=s.study,
                                                          manifests=(manifests or {}).get('manifests.yaml')))
-        out.results.append(r); out.ran += 1
+        out.results.append(r.model_copy(update={'extra': {**r.extra, 'sla_max_point': True}})); out.ran += 1   # ran here: a point beside the plan
     out.sla_best[v.hash] = best
     tracking.log_batch(s.client, s.run_id, tags={tag: json.dumps(best)})
     if prog is not None:
