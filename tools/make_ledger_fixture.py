@@ -8,7 +8,7 @@ variant are kept. Usage (about 3 minutes on 2 cores):
 
     .venv/bin/python tools/make_ledger_fixture.py [--model motif-3] [--prefill-x 1.6] [--decode-x 1.3]
 """
-import argparse, json, shutil, sys, tempfile, time
+import argparse, json, os, shutil, sys, tempfile, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -17,7 +17,10 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--model', default='motif-3'); p.add_argument('--prefill-x', type=float, default=1.6); p.add_argument('--decode-x', type=float, default=1.3)
     p.add_argument('--out', default=str(ROOT/'tests'/'fixtures'/'ledger'))
+    p.add_argument('--engine', choices=['mocker', 'vllm'], default='mocker')
+    p.add_argument('--concurrency', type=int, default=2); p.add_argument('--requests', type=int, default=16); p.add_argument('--osl', type=int, default=16)
     a = p.parse_args(argv)
+    if a.engine == 'vllm': return vllm_fixture(a)
     from workbench.measured import stand_in_runs, STAND_IN_POINTS
     from workbench.tracking import package_versions, git_sha
     dest, t0 = Path(a.out)/a.model, time.time()
@@ -37,5 +40,32 @@ def main(argv=None):
         f"Points (variant: concurrencies): {json.dumps(STAND_IN_POINTS)}. Each variant folder has `graph.json` (the graph's commands), "
         f"`workbench-run.yaml` (the variant) and `points/c<N>/` (`profile_export_aiperf.json`, `aiperf_command.json`).\n")
     print(f'{len(made)} points in {dest} ({time.time() - t0:.0f} s)')
+
+def vllm_fixture(a):
+    "tests/fixtures/ledger/<model>-vllm-cpu: one live point on vLLM's CPU build, with a README that says how it was made."
+    from workbench.measured import vllm_cpu_runs
+    from workbench.tracking import package_versions, git_sha
+    dest, t0 = Path(a.out)/f'{a.model}-vllm-cpu', time.time()
+    tmp = Path(tempfile.mkdtemp(prefix='ledger-fixture-'))/dest.name
+    made = vllm_cpu_runs(a.model, tmp, concurrency=a.concurrency, requests=a.requests, osl=a.osl)
+    took = time.time() - t0
+    if dest.exists(): shutil.rmtree(dest)
+    shutil.copytree(tmp, dest)
+    v, eng = package_versions(), json.loads((made[0].parents[1]/'engine.json').read_text())
+    rel = made[0].relative_to(tmp)
+    (dest/'README.md').write_text(
+        f"# Ledger fixture: {a.model} on vLLM's CPU build\n\nOne AIPerf artifact folder (`{rel}`) of a live local point: the {a.model} recipe "
+        f"(aggregated topology) served by dynamo.frontend and `dynamo.vllm` workers on vLLM's CPU build, with a generated model of the "
+        f"recipe's kind and random weights (`--load-format dummy`), on 127.0.0.1, measured by AIPerf {v['aiperf']} (workbench venv: "
+        f"ai-dynamo {v['ai-dynamo']}; engine venv: {eng['engine_stack']}). Made by `tools/make_ledger_fixture.py --engine vllm --model {a.model} "
+        f"--concurrency {a.concurrency} --requests {a.requests} --osl {a.osl}` on {time.strftime('%Y-%m-%d')} (commit {git_sha()}) in {took:.0f} s "
+        f"on {os.cpu_count()} shared cores (engine ready in {eng['engine_ready_s']:.0f} s).\n\n"
+        f"Real engine and serving path, numbers of this CPU host: never B200 performance. On import (`workbench import`) the point is "
+        f"labelled engine vllm with provenance `{eng['provenance']}` (from `graph.json`: engine vllm, device cpu), and the ledger leaves it "
+        f"out of its B200 error statistics and refits.\n\n"
+        f"Files: `graph.json` (the graph's commands), `workbench-run.yaml` (the variant), `engine.json` (provenance, engine stack, the "
+        f"plan's notes: how the recipe's flags were adapted to the CPU build) and `points/c{a.concurrency}/` (`profile_export_aiperf.json`, "
+        f"`aiperf_command.json`).\n")
+    print(f'{len(made)} point(s) in {dest} ({took:.0f} s)')
 
 if __name__ == '__main__': sys.exit(main())
