@@ -119,10 +119,15 @@ KERNEL_START_S = 300   # seconds a study kernel may take to start: several studi
 def ipc_kernel_manager():
     "A jupyter kernel manager class whose kernels talk over local (unix) sockets instead of TCP."
     from jupyter_client.manager import AsyncKernelManager
-    from traitlets import Unicode
+    import secrets, tempfile
+    from traitlets import Unicode, default
     class IPCKernelManager(AsyncKernelManager):
         "Kernels on IPC transport: nothing listens on TCP, and ipykernel has no unencrypted-TCP warning to print."
         transport = Unicode('ipc', config=True)
+        @default('ip')
+        def _ip_default(self):
+            "Socket files of its own: jupyter's default ('kernel-ipc' in the cwd) makes concurrent studies share sockets."
+            return str(Path(tempfile.gettempdir())/f'workbench-kernel-{secrets.token_hex(6)}-ipc')
     return IPCKernelManager
 
 def show_event(ev:dict, *, quiet:bool=False, shown:set|None=None):
