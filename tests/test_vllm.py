@@ -27,7 +27,7 @@ def test_vllm_study(tmp_path, monkeypatch):
     wall = time.time() - t0
     # two variants ran; the published disaggregated baseline is refused on the CPU engine (no NIXL), with the reason
     assert out.ran == 2 and {r.variant for r in out.results} == {'recipe', 'baseline'}, (out.ran, out.failed)
-    assert [n for n, _, _ in out.failed] == ['baseline@disagg-3p1d'] and 'aggregated topology' in out.failed[0][2], out.failed
+    assert [n for n, _, _ in out.failed] == ['baseline@disagg-3p1d'] and 'baseline@disagg-3p1d is disaggregated' in out.failed[0][2], out.failed
     recipe, base = (next(r for r in out.results if r.variant == v) for v in ('recipe', 'baseline'))
     for r in (recipe, base):
         assert (r.target, r.engine, r.error_count, r.request_count) == ('local', 'vllm', 0, 24), r
