@@ -112,8 +112,10 @@ def test_four_studies_and_a_wrong_password(folder):
         for m in ('metrics.output_token_throughput_per_gpu', 'metrics.sla.user_tok_s', 'metrics.sla.passed', 'metrics.time_to_first_token.p50'):
             assert modelled[m].notna().all(), m     # a setting the sim does not model has no number
         assert set(kids.run_id) == {r.info.run_id for r in c.search_runs([eid], "tags.`workbench.kind` = 'point'", max_results=5000)}
-        _r0 = modelled.iloc[0]
-        assert tracking.point_result(_r0.run_id, tracking_uri=url).request_count == _r0['metrics.request_count']   # the stored result is the logged one
+        for _, _r0 in modelled.iterrows():     # every request is accounted for: completed, failed, or dropped as longer than the context
+            res = tracking.point_result(_r0.run_id, tracking_uri=url)
+            assert res.request_count == _r0['metrics.request_count'], _r0.run_id    # the stored result is the logged one
+            assert res.request_count + res.error_count + res.extra.get('over_context_dropped', 0) == REQUESTS, (res.request_count, res.error_count, res.extra.get('over_context_dropped'))
         assert c.get_experiment(eid).artifact_location.startswith('mlflow-artifacts:'), c.get_experiment(eid).artifact_location
     finally:
         for k in creds: os.environ.pop(k, None)

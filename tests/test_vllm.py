@@ -62,7 +62,7 @@ def test_vllm_study(tmp_path, monkeypatch):
     assert len(kids) == 2
     for k in kids:
         t, m = k.data.tags, k.data.metrics
-        assert (t['workbench.engine'], t['workbench.simulated'], t['workbench.provenance'], t['workbench.check']) == ('vllm', 'false', 'measured', 'failed'), t
+        assert (t['workbench.engine'], t['workbench.simulated'], t['workbench.provenance'], t['workbench.check']) == ('vllm', 'false', PROVENANCE, 'failed'), t
         sig = json.loads(Path(mc.download_artifacts(k.info.run_id, 'diagnosis/signals.json')).read_text())   # the diag.* values
         assert t['diagnosis.source'] == 'prometheus + vllm /metrics' and {'diag.actual_reuse_share', 'diag.agg_running_per_worker_mean'} <= set(sig), (t, sig)
         assert {'output_token_throughput', 'time_to_first_token.p50'} <= set(m)

@@ -10,7 +10,7 @@ from typing import Callable
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from .core import WorkbenchError, content_hash, runs_dir, unique_tmp
-from .results import BenchResult, SLA, user_tok_s
+from .results import BenchResult, SLA, user_tok_s, not_b200
 
 # %% auto #0
 __all__ = ['FIT_VERSION', 'DEFAULT_REFIT', 'Factors', 'Observation', 'observed', 'FitPoint', 'Prior', 'fit_factors',
@@ -200,6 +200,8 @@ def points_from_results(results:list[BenchResult], setup_of:Callable[[BenchResul
     for r in results:
         if r.provenance == 'simulated': raise WorkbenchError(f'{r.variant} c{r.concurrency} is a simulated result', 'refit calibration',
                                                              'refit only on measured or published results')
+        if why := not_b200(r.extra.get('provenance')): raise WorkbenchError(f'{r.variant} c{r.concurrency}: {why}', 'refit calibration',
+                                                                             'refit only on B200 measurements or published points')
         obs = [Observation(metric=m, stat=s, value=v, fit=fit) for m, s, fit in observe if (v := observed(r, m, s))]
         if not obs: raise WorkbenchError(f'{r.variant} c{r.concurrency} has none of {[m for m, _, _ in observe]}', 'refit calibration',
                                          'pass results that carry TTFT/ITL/throughput metrics')

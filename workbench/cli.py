@@ -243,11 +243,14 @@ def _run_and_report(plan:PlannedRun, progress:bool) -> tuple[Path|None, int]:
     return nb, (EXIT_POINTS_FAILED if n else EXIT_BAD_INPUT if err is not None else 0)
 
 def _params(a) -> dict:
-    "The notebook parameters of a run/sweep/demo command line (-p pairs, plus --rehearsal)."
+    "The notebook parameters of a run/sweep/demo command line (-p pairs, plus --rehearsal and --engine)."
     p = parse_params(a.param)
     if getattr(a, 'rehearsal', False):
         if getattr(a, 'target', 'sim') != 'k8s': raise WorkbenchError('--rehearsal is a mode of the k8s target', 'parse the command line', 'add --target k8s, or leave out --rehearsal')
         p['rehearsal'] = True
+    if eng := getattr(a, 'engine', None):
+        if getattr(a, 'target', 'sim') != 'local': raise WorkbenchError(f'--engine {eng} is an engine of the local target', 'parse the command line', 'add --target local, or leave out --engine')
+        p['options'] = {**(p.get('options') or {}), 'engine': eng}
     return p
 
 def cmd_run(a):
@@ -470,6 +473,7 @@ def parser() -> argparse.ArgumentParser:
         if name != 'demo':
             s.add_argument('--target', default='sim', choices=TARGETS.names())
             s.add_argument('--rehearsal', action='store_true', help='k8s target: workers run dynamo.mocker with the same topology (a CPU cluster)')
+            s.add_argument('--engine', choices=['mocker', 'vllm'], help="local target: the workers' engine (default mocker; vllm: dynamo.vllm on vLLM's CPU build, make venv-vllm)")
         s.add_argument('-p', '--param', action='append', default=[], metavar='NAME=VALUE', help='notebook parameter')
         s.add_argument('-q', '--quiet', action='store_true')
     c = sub.add_parser('compare', help="a study's runs side by side"); c.set_defaults(fn=cmd_compare)

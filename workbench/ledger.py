@@ -11,7 +11,7 @@ import pandas as pd
 from .core import WorkbenchError, content_hash, env_set, runs_dir, unique_tmp
 from .recipes import load_recipe
 from .variants import Variant
-from .results import BenchResult
+from .results import BenchResult, not_b200
 from .calibration import Factors, FitPoint, Observation, Prior, calibrate, observed, band_of, DEFAULT_REFIT
 from .targets.sim import (CAL_SEED, evaluate, model_factors, ledger_calibration, shipped_validation, sim_versions, unmodelled,
                                    variant_setup)
@@ -20,9 +20,9 @@ from .validation import bands, band_key
 from . import tracking, reproduce, measured
 
 # %% auto #0
-__all__ = ['LEDGER_METRICS', 'LABELS', 'sim_setup', 'LedgerPoint', 'not_b200', 'ledger_points', 'versions_of', 'ledger',
-           'ledger_table', 'error_summary', 'ledger_chart', 'band_rows', 'ledger_bands', 'current_version', 'record',
-           'drift', 'fit_points', 'loo_errors', 'summarize', 'Refit', 'refit', 'held_out_rows', 'show']
+__all__ = ['LEDGER_METRICS', 'LABELS', 'sim_setup', 'LedgerPoint', 'ledger_points', 'versions_of', 'ledger', 'ledger_table',
+           'error_summary', 'ledger_chart', 'band_rows', 'ledger_bands', 'current_version', 'record', 'drift',
+           'fit_points', 'loo_errors', 'summarize', 'Refit', 'refit', 'held_out_rows', 'show']
 
 # %% ../nbs/27_ledger.ipynb #0bb8ddd2
 LEDGER_METRICS = (('output_tok_s_per_gpu', 'avg'), ('time_to_first_token', 'p50'), ('inter_token_latency', 'p50'),
@@ -67,11 +67,6 @@ def _variant_of_run(rec, run_id:str, r:BenchResult, uri) -> tuple[Variant|None, 
     try: v = measured.variant_from_name(rec, r.variant, r.topology)
     except WorkbenchError: return None, b
     return (v if v.hash == r.variant_hash else None), b
-
-def not_b200(provenance:str|None) -> str|None:
-    "Why a point of `provenance` (a source's own label) cannot stand for a B200 measurement; None for plain 'measured' (or none)."
-    if not provenance or not provenance.startswith('measured:'): return None
-    return f'{provenance}: a real engine on another machine, never B200 performance (left out of the errors, bands and refits)'
 
 def _scan(model:str, include_mocker:bool, uri) -> tuple[list[LedgerPoint], list[str]]:
     "The ledger's points of `model`, and a line for each measured point left out because it is not a B200's."

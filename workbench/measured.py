@@ -17,12 +17,13 @@ from .variants import Variant, recipe_variant, baseline, variant
 from .results import BenchResult, Metric, load_aiperf_export, export_field
 from .aiperf import result_from_export
 from .targets.vllm_cpu import PROVENANCE, PROVENANCE_NOTE
+from .tracking import provenance_of
 from . import tracking, layout, reproduce
 
 # %% auto #0
 __all__ = ['EXPORT', 'RUN_CONFIG', 'STAND_IN_POINTS', 'CSV_EXTRA', 'ImportSpec', 'variant_from_name', 'dgd_in', 'variant_of_dgd',
-           'folder_context', 'export_concurrency', 'graph_provenance', 'provenance_of', 'measured_point',
-           'stand_in_runs', 'vllm_cpu_runs', 'csv_points', 'find_runs', 'read_runs', 'import_runs']
+           'folder_context', 'export_concurrency', 'graph_provenance', 'measured_point', 'stand_in_runs',
+           'vllm_cpu_runs', 'csv_points', 'find_runs', 'read_runs', 'import_runs']
 
 # %% ../nbs/26_measured.ipynb #c50df90a
 EXPORT, RUN_CONFIG = 'profile_export_aiperf.json', 'workbench-run.yaml'
@@ -136,10 +137,6 @@ def graph_provenance(graph:dict|None) -> str|None:
     if not graph or graph.get('engine') != 'vllm': return None
     dummy = any(a == '--load-format' and b == 'dummy' for p in (graph.get('procs') or {}).values() for a, b in zip(p.get('cmd', []), p.get('cmd', [])[1:]))
     return PROVENANCE if graph.get('device') == 'cpu' or dummy else None
-
-def provenance_of(r:BenchResult) -> str:
-    "A point's provenance: what its source stated (`extra['provenance']`, e.g. the vLLM CPU build's), else `BenchResult.provenance`."
-    return r.extra.get('provenance') or r.provenance
 
 def measured_point(recipe:Recipe, folder, spec:ImportSpec|None=None) -> tuple[BenchResult, Variant, dict]:
     "One AIPerf artifact folder as a result of `recipe`'s variant, with its source record."

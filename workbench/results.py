@@ -12,7 +12,7 @@ from .core import WorkbenchError
 from .targets.registry import TARGETS
 
 # %% auto #0
-__all__ = ['Engine', 'SIMULATED_ENGINES', 'AIPERF_METRICS', 'Metric', 'metric_of', 'SLA', 'BenchResult', 'user_tok_s',
+__all__ = ['Engine', 'SIMULATED_ENGINES', 'AIPERF_METRICS', 'Metric', 'metric_of', 'SLA', 'BenchResult', 'not_b200', 'user_tok_s',
            'SLAVerdict', 'sla_verdict', 'load_aiperf_export', 'export_field', 'from_aiperf_export']
 
 # %% ../nbs/04_results.ipynb #cf5bbb6b
@@ -117,6 +117,12 @@ class BenchResult(BaseModel):
         "The number's error band as text ('+-18%'), '' when it carries none."
         b = self.error_band.get(metric)
         return '' if b is None else f'\u00b1{100*b:.0f}%'
+
+# %% ../nbs/04_results.ipynb #a02d378a
+def not_b200(provenance:str|None) -> str|None:
+    "Why a point of `provenance` (a source's own label) cannot stand for a B200 measurement; None for plain 'measured' (or none)."
+    if not provenance or not provenance.startswith('measured:'): return None
+    return f'{provenance}: a real engine on another machine, never B200 performance (left out of the errors, bands and refits)'
 
 # %% ../nbs/04_results.ipynb #ff62227f
 def user_tok_s(r:BenchResult, sla:SLA) -> float|None:

@@ -236,8 +236,8 @@ def _run_tags(study:StudyRun, *, key, variant, concurrency, group, variant_hash,
             'workbench.check': check, **_owner_tags(), **study.extra_tags}
 
 def provenance_of(r:BenchResult) -> str:
-    "How a number came about: 'published', 'simulated' or 'measured' (`BenchResult.provenance`)."
-    return r.provenance
+    "How a number came about: what its source stated (`extra['provenance']`, e.g. 'measured: vLLM CPU build, ...'), else 'published', 'simulated' or 'measured'."
+    return r.extra.get('provenance') or r.provenance
 
 def _result_tags(r:BenchResult, sla:SLA) -> dict:
     "Tags that describe a point's result: simulated, provenance, error band, engine, calibration, SLA reason, modelled."
@@ -249,7 +249,7 @@ def _result_tags(r:BenchResult, sla:SLA) -> dict:
 
 def _note(r:BenchResult, sla:SLA, name:str) -> str:
     "The run's description (`mlflow.note.content`): what ran, how its numbers came about, the two main numbers, the SLA verdict."
-    head = f'{name} on {r.target} ({r.topology}, {r.total_gpus} GPUs): {r.provenance} ({r.engine})'
+    head = f'{name} on {r.target} ({r.topology}, {r.total_gpus} GPUs): {provenance_of(r)} ({r.engine})'
     if not r.modelled: return head + '. Not modelled by the simulator: no numbers.'
     t, f, band = r.output_tok_s_per_gpu, r.value('time_to_first_token', 'p50'), band_text(r)
     nums = ', '.join(x for x in [f'{t:.1f} tok/s/GPU' if t is not None else '', f'TTFT p50 {f:.0f} ms' if f is not None else ''] if x)
