@@ -78,7 +78,7 @@ def _scan(model:str, include_mocker:bool, uri) -> tuple[list[LedgerPoint], list[
     for row in keep.itertuples():
         with env_set(MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR='false'):          # two small downloads per point: no progress bars
             r = tracking.point_result(row.run_id, tracking_uri=uri)
-            if why := not_b200(r.extra.get('provenance') or row.provenance):
+            if why := not_b200(tracking.provenance_of(r)):
                 left.append(f'{r.variant} c{r.concurrency} (run {row.run_id[:8]}, engine {r.engine}): {why}'); continue
             v, b = _variant_of_run(rec, row.run_id, r, uri)
         if v is None: continue                                                       # its variant can no longer be built: nothing to simulate

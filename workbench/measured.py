@@ -202,7 +202,7 @@ def vllm_cpu_runs(model:str, out, *, variant_name:str='recipe', topology:str='ag
                   osl:int=16, isl:int=256) -> list[Path]:
     "An artifact folder of one live local point of `model`'s `variant_name` on vLLM's CPU build (generated model, dummy weights)."
     from workbench.targets.local import run_points
-    from workbench.targets.vllm_cpu import VllmTarget, VllmGraph, PROVENANCE
+    from workbench.targets.vllm_cpu import VllmTarget, VllmGraph
     rec, out = load_recipe(model), Path(out)
     v = variant_from_name(rec, variant_name, topology)
     t = VllmTarget(requests_per_point=requests, osl=osl, isl=isl, progress=False)
@@ -288,8 +288,7 @@ def _log(s, recipe:Recipe, r:BenchResult, v:Variant, *, src:dict) -> tuple[str, 
     rid = tracking.log_point(s, r, recipe.sla, settings=v.settings(), group=group, key=key, recipe_version=recipe.recipe_version, image=src['image'],
                              label=layout.label(group, v.changes, v.name), params=params, exports=exports,
                              bundle=reproduce.point_bundle(v, r, r.target, study=s.study, manifests=src.get('manifests'), source=src))
-    tracking.log_batch(s.client, rid, tags={'workbench.source': 'import', 'workbench.engine_version': src.get('engine_version') or 'unknown',
-                                            'workbench.provenance': provenance_of(r)})
+    tracking.log_batch(s.client, rid, tags={'workbench.source': 'import', 'workbench.engine_version': src.get('engine_version') or 'unknown'})
     return rid, True
 
 def import_runs(model:str, paths, spec:ImportSpec|None=None, *, tracking_uri:str|None=None) -> pd.DataFrame:
