@@ -21,7 +21,8 @@ from .local import COMMON, WorkerSpec, LocalGraph, LocalTarget, run_points
 __all__ = ['MODEL_KINDS', 'IDENTITY', 'GPU_ONLY', 'GPU_ONLY_ENV', 'GPU_ONLY_KEYS', 'VLLM_COUNTERS', 'VLLM_GAUGES', 'PROVENANCE',
            'PROVENANCE_NOTE', 'vllm_venv', 'vllm_python', 'engine_versions', 'run_probe', 'moe_config', 'cpu_model',
            'model_facts', 'component_env', 'worker_flags', 'split_flags', 'engine_env', 'EngineFlags', 'engine_flags',
-           'system_port', 'VllmGraph', 'EngineSampler', 'VllmTarget']
+           'system_port', 'VllmGraph', 'EngineSampler', 'effective_settings', 'requested_settings',
+           'engine_differences', 'VllmTarget']
 
 # %% ../../nbs/16_vllm.ipynb #86b39040
 def vllm_venv() -> Path:
@@ -223,7 +224,7 @@ def engine_flags(args:list[str], model:LocalModel, *, device:str='cpu', cores:in
     out += ['--max-model-len', str(facts['max_len'])]
     return EngineFlags(args=out, notes=notes, dropped=dropped, ranks=tp*dp, block_size=block, prefix_caching=prefix)
 
-# %% ../../nbs/16_vllm.ipynb #32d7f723
+# %% ../../nbs/16_vllm.ipynb #ad17e6ca
 def system_port(lo:int=20000, hi:int=32767, tries:int=200) -> int:
     "A TCP port in [lo, hi] nothing listens on (Dynamo 1.6.1 parses DYN_SYSTEM_PORT as i16, so OS-assigned ports above 32767 fail)."
     for _ in range(tries):
@@ -273,6 +274,10 @@ class VllmGraph(LocalGraph):
         ts = [float(m.group(1)) for p in self.worker_procs for m in
               [re.search(r'init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s', p.log.read_text(errors='replace'))] if m]
         return max(ts) if ts else None
+
+    def effective(self) -> dict[str, dict]:
+        "Each worker's settings as its engine logged them (`effective_settings`), by worker name."
+        return {p.name: effective_settings(p.log.read_text(errors='replace')) for p in self.worker_procs}
 
     def describe(self) -> dict:
         return {**super().describe(), 'device': self.device, 'python': self.python, 'system_ports': self.system_ports}
@@ -345,6 +350,41 @@ class EngineSampler:
                         f'{pool}_workers': len(names)})
         return out
 
+# %% ../../nbs/16_vllm.ipynb #e6d85f69
+_FORCED = {'MLA is enabled on a non-GPU platform; forcing chunked prefill and prefix caching to be disabled':
+               'disabled by vLLM on this CPU (MLA without AMX tiles)'}
+
+def effective_settings(log:str) -> dict:
+    "The settings a vLLM worker ran with, from its log: prefix caching, chunked prefill, speculative method, and why any was forced."
+    out = {}
+    m = re.search(r'Initializing a V1 LLM engine \(v[^)]*\) with config: (.*)', log)
+    if m:
+        cfg = m.group(1)
+        for key, name in (('enable_prefix_caching', 'prefix_caching'), ('enable_chunked_prefill', 'chunked_prefill')):
+            if (v := re.search(rf'\b{key}=(True|False)\b', cfg)): out[name] = v.group(1) == 'True'
+        sp = re.search(r"speculative_config=(None|SpeculativeConfig\(method='?([\w-]+))", cfg)
+        if sp: out['speculative_method'] = sp.group(2) or 'none'
+    out['forced'] = sorted({why for line, why in _FORCED.items() if line in log})
+    return out
+
+def requested_settings(args:list[str], prefix_caching:bool=True) -> dict:
+    "What a worker given `args` (from `engine_flags`) asks of the engine, in `effective_settings`' terms."
+    d = dict(split_flags(args))
+    spec = d.get('--spec-method') or (json.loads(d['--speculative-config']).get('method') if d.get('--speculative-config') else None)
+    return {'prefix_caching': prefix_caching, 'chunked_prefill': '--no-enable-chunked-prefill' not in d, 'speculative_method': spec or 'none'}
+
+def engine_differences(requested:dict, effective:dict) -> list[str]:
+    "One note per setting the engine ran differently from the request ({'prefix_caching': True, ...})."
+    why = '; '.join(effective.get('forced', [])) or 'changed by the engine'
+    names = {'prefix_caching': 'prefix caching', 'chunked_prefill': 'chunked prefill', 'speculative_method': 'speculative method'}
+    out = []
+    for k, want in requested.items():
+        got = effective.get(k)
+        if got is None or got == want: continue
+        if isinstance(want, bool): out.append(f'{names[k]} requested, {"enabled" if got else why} (the engine ran with {k}={got})')
+        else: out.append(f'{names[k]} {want} requested, the engine ran {got}')
+    return out
+
 # %% ../../nbs/16_vllm.ipynb #8ddee2e8
 PROVENANCE = 'measured: vLLM CPU build, dummy weights (not B200)'
 PROVENANCE_NOTE = ('measured on vLLM\'s CPU build with a generated model and random weights (--load-format dummy): real engine and '
@@ -360,7 +400,7 @@ def _on_dummy_weights(c:CheckResult) -> CheckResult:
                                     'give it nothing to parse'})
     return c.model_copy(update={'simulated': False, 'reason': c.reason.replace(' (simulated engine)', '')})
 
-# %% ../../nbs/16_vllm.ipynb #082d3c98
+# %% ../../nbs/16_vllm.ipynb #45ce58ce
 class VllmTarget(LocalTarget):
     "The local target with real `dynamo.vllm` workers: vLLM's CPU build (or a GPU build), a generated model, dummy weights."
     name = 'local'
@@ -461,6 +501,12 @@ class VllmTarget(LocalTarget):
         with VllmGraph(ws, router_mode=router, model=model, ready_timeout_s=self.ready_timeout_s, device=self.device,
                        kv_cache_gib=self.kv_cache_gib, worker_env=envs) as g:
             start = {'engine_start_s': g.ready_s, 'engine_init_s': g.engine_init_s()}
+            by_role = {w.role: requested_settings(w.vllm_args, w.enable_prefix_caching) for w in ws}
+            eff = g.effective()
+            ran = {n: {'requested': by_role[n.rstrip('0123456789')], 'effective': e} for n, e in eff.items()}
+            drift = sorted({f'{n.rstrip("0123456789")}: {d}' for n, x in ran.items() for d in engine_differences(x['requested'], x['effective'])})
+            start['engine_settings'] = ran
+            for d in drift: print(f'{rec.id} {variant.name}: {d}', flush=True)
             print(f'{rec.id} {variant.name}: vLLM {self.device} engine ready in {g.ready_s:.0f} s '
                   f'(vLLM engine init {start["engine_init_s"] or float("nan"):.0f} s; {sum(w.count for w in ws)} worker(s))', flush=True)
             for i, c in enumerate(concurrencies or b.concurrency):
@@ -469,7 +515,7 @@ class VllmTarget(LocalTarget):
                 with EngineSampler(g.metrics_urls()) as smp:
                     [r] = run_points(g, spec.at(c, request_count=n, warmup_request_count=warm), model=rec.id, variant=variant.name,
                                      variant_hash=variant.hash, smoke=(i == 0), progress=self.progress, tag=f'{variant.name}-')
-                pn = notes + ([f'{n} requests (recipe: {b.request_count})'] if n < b.request_count else [])
+                pn = notes + drift + ([f'{n} requests (recipe: {b.request_count})'] if n < b.request_count else [])
                 out.append(r.model_copy(update={'notes': [PROVENANCE_NOTE] + r.notes + pn, 'extra': {
                     **r.extra, **start, 'group': variant.group, 'provenance': PROVENANCE, 'device': self.device, 'engine_stack': self.engine_stack,
                     'max_num_seqs': seqs, 'vllm_metrics_delta': smp.delta(), 'vllm_signals': smp.signals()}}))
