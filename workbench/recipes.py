@@ -239,7 +239,7 @@ class Topology(Strict):
             w = self.workers[0]; return f'{w.parallelism.replicas}xTP{w.parallelism.tensor_parallel_size}'
         return '+'.join(f"{w.parallelism.replicas}{w.role[0].upper()}(TP{w.parallelism.tensor_parallel_size})" for w in self.workers)
 
-# %% ../nbs/01_recipes.ipynb #249f7dda
+# %% ../nbs/01_recipes.ipynb #e1bd0773
 class Trace(Strict):
     "Facts of a Mooncake-style benchmark trace (the file itself is not redistributable here)."
     id: str
@@ -277,6 +277,9 @@ class Benchmark(Strict):
     workload: Workload
     extra_inputs: dict = {}
     env: dict[str, str] = {}
+    maximum: Literal['best_of_list', 'search'] = 'best_of_list'   # how the recipe reports a maximum: the best passing point of
+                                                                   # `concurrency`, or the highest concurrency that meets the SLA (searched)
+    cache: Literal['cold', 'warm'] = 'cold'      # the KV cache the measured pass meets: cleared/restarted (cold) or not cleared (warm)
     source: str
 
 class PublishedPoint(Strict):

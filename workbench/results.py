@@ -12,8 +12,9 @@ from .core import WorkbenchError
 from .targets.registry import TARGETS
 
 # %% auto #0
-__all__ = ['Engine', 'SIMULATED_ENGINES', 'AIPERF_METRICS', 'Metric', 'metric_of', 'SLA', 'BenchResult', 'not_b200', 'user_tok_s',
-           'SLAVerdict', 'sla_verdict', 'load_aiperf_export', 'export_field', 'from_aiperf_export']
+__all__ = ['Engine', 'SIMULATED_ENGINES', 'QUANTITIES', 'BAND_KEYS', 'USER_SPEED', 'AIPERF_METRICS', 'Metric', 'metric_of', 'SLA',
+           'BenchResult', 'not_b200', 'Quantity', 'quantity', 'user_tok_s', 'SLAVerdict', 'sla_verdict',
+           'load_aiperf_export', 'export_field', 'from_aiperf_export']
 
 # %% ../nbs/04_results.ipynb #cf5bbb6b
 class Metric(BaseModel):
@@ -124,13 +125,49 @@ def not_b200(provenance:str|None) -> str|None:
     if not provenance or not provenance.startswith('measured:'): return None
     return f'{provenance}: a real engine on another machine, never B200 performance (left out of the errors, bands and refits)'
 
-# %% ../nbs/04_results.ipynb #ff62227f
+# %% ../nbs/04_results.ipynb #0ca43b39
+class Quantity(BaseModel):
+    "A reported quantity: key, the AIPerf metric and statistic it reads, label, unit, direction, and its error-band key."
+    model_config = ConfigDict(frozen=True)
+    key: str
+    metric: str
+    stat: str
+    label: str
+    unit: str
+    better: Literal['higher', 'lower']
+    band: str
+
+QUANTITIES = {q.key: q for q in (
+    Quantity(key='output_token_throughput_per_gpu', metric='output_token_throughput', stat='avg', label='tok/s/GPU', unit='tokens/sec/gpu',
+             better='higher', band='output_token_throughput'),
+    Quantity(key='time_to_first_token.p50', metric='time_to_first_token', stat='p50', label='TTFT p50', unit='ms', better='lower',
+             band='time_to_first_token'),
+    Quantity(key='output_token_throughput_per_user.p50', metric='output_token_throughput_per_user', stat='p50', label='tok/s/user p50',
+             unit='tokens/sec/user', better='higher', band='output_token_throughput_per_user'),
+    Quantity(key='output_token_throughput_per_user.avg', metric='output_token_throughput_per_user', stat='avg', label='tok/s/user mean',
+             unit='tokens/sec/user', better='higher', band='output_token_throughput_per_user'),
+    Quantity(key='e2e_output_token_throughput_per_user', metric='e2e_output_token_throughput_per_user', stat='avg', label='E2E tok/s/user',
+             unit='tokens/sec/user', better='higher', band='output_token_throughput_per_user'),
+    Quantity(key='inter_token_latency.p50', metric='inter_token_latency', stat='p50', label='ITL p50', unit='ms', better='lower',
+             band='inter_token_latency'))}
+BAND_KEYS = {'output_token_throughput': 'tok/s/GPU', 'time_to_first_token': 'TTFT', 'output_token_throughput_per_user': 'tok/s/user',
+             'inter_token_latency': 'ITL'}   # the error-band keys, with their labels
+USER_SPEED = {'p50': 'output_token_throughput_per_user.p50', 'avg': 'output_token_throughput_per_user.avg',
+              'e2e': 'e2e_output_token_throughput_per_user'}   # an SLA's per-user statistic -> its quantity
+
+def quantity(r:BenchResult, key:str) -> float|None:
+    "The value of quantity `key` (a `QUANTITIES` key, or 'metric.stat' of any AIPerf metric) in result `r`."
+    if key == 'output_token_throughput_per_gpu': return r.output_tok_s_per_gpu
+    if key == 'e2e_output_token_throughput_per_user':
+        ttft, itl, osl = r.value('time_to_first_token', 'p50'), r.value('inter_token_latency', 'p50'), r.value('output_sequence_length', 'avg')
+        return None if None in (ttft, itl, osl) or not osl else osl/((ttft + osl*itl)/1000)
+    metric, _, stat = key.partition('.')
+    return r.value(metric, stat or 'avg')
+
+# %% ../nbs/04_results.ipynb #c4710c96
 def user_tok_s(r:BenchResult, sla:SLA) -> float|None:
-    "Per-user output speed in the statistic the SLA names (`e2e` uses TTFT p50, ITL p50, OSL avg)."
-    if sla.user_speed_stat != 'e2e': return r.value('output_token_throughput_per_user', sla.user_speed_stat)
-    ttft, itl, osl = r.value('time_to_first_token', 'p50'), r.value('inter_token_latency', 'p50'), r.value('output_sequence_length', 'avg')
-    if None in (ttft, itl, osl) or osl == 0: return None
-    return osl/((ttft + osl*itl)/1000)
+    "Per-user output speed in the statistic the SLA names (`e2e` uses TTFT p50, ITL p50, OSL avg: see `quantity`)."
+    return quantity(r, USER_SPEED[sla.user_speed_stat]) if sla.user_speed_stat in USER_SPEED else r.value('output_token_throughput_per_user', sla.user_speed_stat)
 
 class SLAVerdict(BaseModel):
     "Whether a point meets the SLA, with the two figures it was judged on."
