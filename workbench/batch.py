@@ -130,23 +130,26 @@ def _outcome_of(model:str, study:str, *, tracking_uri:str|None=None) -> StudyOut
     out.sla_best = {k.removeprefix('workbench.sla_max.'): json.loads(v) for k, v in parent.data.tags.items() if k.startswith('workbench.sla_max.')}
     return out
 
-# %% ../nbs/36_batch.ipynb #227603e1
+# %% ../nbs/36_batch.ipynb #64486b72
 def _nan_none(x): return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 def _repeat_points(entry:str, out:StudyOutcome) -> list[gt.BatchPoint]:
-    "The gate's points of one study run: per variant its SLA max, per point run its TTFT p50 and per-user speed."
+    """The gate's points of one study run: per variant its SLA max, per point run its TTFT p50 and per-user speed; each with the band of
+    the same configuration run twice (`repeat_band`: the simulator's own error cancels between batches), else the point's error band."""
     checks = {v.variant_hash: v.status for v in out.verdicts}
     failed = {v.variant_hash: [c.name for c in v.checks if c.status == 'failed'] for v in out.verdicts}
     pts = []
     for row in sla_best_table(out).itertuples():
-        lab, band = out.meta[row.variant_hash]['label'], _nan_none(row.band)
+        lab = out.meta[row.variant_hash]['label']
+        band = _nan_none(getattr(row, 'repeat_band', None)) if _nan_none(getattr(row, 'repeat_band', None)) is not None else _nan_none(row.band)
         basis = next((r.band_basis for r in out.results if r.variant_hash == row.variant_hash), '')
         pts.append(gt.BatchPoint(entry=entry, label=lab, values={'sla_tok_s_gpu': [_nan_none(row.output_tok_s_per_gpu)]}, modelled=bool(row.modelled),
                                  band={} if band is None else {'sla_tok_s_gpu': float(band)}, basis=basis, provenance=row.provenance,
                                  check=checks.get(row.variant_hash, 'not run'), failed_checks=failed.get(row.variant_hash, [])))
     for r in out.results:
         if r.extra.get('sla_max_point'): continue
-        bands = {m: r.error_band[k] for m, (_, _, k) in gt.METRICS.items() if m != 'sla_tok_s_gpu' and k in r.error_band}
+        own = r.extra.get('repeat_band') or r.error_band
+        bands = {m: own[k] for m, (_, _, k) in gt.METRICS.items() if m != 'sla_tok_s_gpu' and k in own}
         pts.append(gt.BatchPoint(entry=entry, label=out.meta[r.variant_hash]['label'], concurrency=r.concurrency, modelled=r.modelled,
                                  values={'ttft_p50_ms': [r.value('time_to_first_token', 'p50')], 'user_tok_s': [sla_verdict(r, out.sla).user_tok_s]},
                                  band=bands, basis=r.band_basis, provenance=r.provenance, check=checks.get(r.variant_hash, 'not run'),

@@ -207,7 +207,7 @@ def cmd_render(a):
     for f in files.values(): print(f)
     print(f'{len(files)} manifests for {v!r} (DGD validated against the CRD)')
 
-# %% ../nbs/40_cli.ipynb #321bf4bd
+# %% ../nbs/40_cli.ipynb #ad3030b8
 def failed_points(model:str, study:str, uri:str|None=None) -> tuple[list[dict], int]:
     "The points of `study` that have no FINISHED run, with the cause of their latest failure; and how many points finished."
     from workbench import tracking
@@ -333,8 +333,8 @@ def cmd_ui(a):
 
 def cmd_validate(a):
     "Validate the simulator against the published points and effects (or show the shipped validation), and print the tables."
-    from workbench import validation as val
-    from workbench.targets.sim import shipped_validation, validation_path
+    from workbench.sim import validation as val
+    from workbench.sim.recipe import shipped_validation, validation_path
     import pandas as pd
     if bad := [m for m in a.models or [] if m not in list_recipes()]:
         raise WorkbenchError(f'unknown model(s) {short(bad, 100)}', 'validate the simulator', f'use models among {list_recipes()}')
@@ -344,9 +344,13 @@ def cmd_validate(a):
         if not doc: raise WorkbenchError(f'{validation_path()} does not exist', 'show the validation', 'run workbench validate --write')
     else: doc = val.validate(a.models or None, write=a.write, noise=not a.no_noise, workers=a.workers)
     with pd.option_context('display.width', 220, 'display.max_colwidth', 70, 'display.max_rows', 200):
-        for title, t in [('Effects (published vs simulated; every one a prediction)', val.effects_table(doc)),
-                         ('Held-out points (each predicted by a fit without it)', val.loo_table(doc)),
-                         ('Bands', val.bands_table(doc)), ('What the simulator models', val.trust_table(doc))]:
+        for title, t in [('Step physics (shared by every model) and per-model factors', val.physics_table(doc)),
+                         ('Held-out observations (each predicted by a joint fit without it)', val.held_out_table(doc, 'fitted')),
+                         ('Held-out models (each predicted by a fit on the other three, with the shared factors)', val.held_out_table(doc, 'model')),
+                         ('Effects (published vs simulated under the benchmark protocol; every one a prediction)', val.effects_table(doc)),
+                         ('Bands (80% prediction intervals)', val.bands_table(doc)),
+                         ('Coverage and sharpness (each held-out error against the band the others give)', val.coverage_table(doc)),
+                         ('What the simulator models', val.trust_table(doc))]:
             print(f'\n{title}:\n{t.to_string(index=False) if len(t) else "(none)"}')
     print(f"\n{'written to' if a.write else 'not written (pass --write to update)'} {validation_path()}" if not a.show else f'\n(shipped: {validation_path()}, {doc.get("created")})')
 

@@ -165,7 +165,7 @@ def measured_point(recipe:Recipe, folder, spec:ImportSpec|None=None) -> tuple[Be
            'graph': graph, 'manifests': ctx.get('manifests'), 'engine_version': spec.engine_version, 'image': image}
     return r, v, src
 
-# %% ../nbs/26_measured.ipynb #e5c99aa4
+# %% ../nbs/26_measured.ipynb #ea2e3b9e
 STAND_IN_POINTS = {'recipe': [1, 2, 4, 8], 'baseline': [2, 8], 'cache.max_num_seqs=4': [8]}
 
 def stand_in_runs(model:str, out, *, prefill_x:float=1.6, decode_x:float=1.3, points:dict|None=None, isl:int=2048, osl:int=32) -> list[Path]:
@@ -173,15 +173,16 @@ def stand_in_runs(model:str, out, *, prefill_x:float=1.6, decode_x:float=1.3, po
     from workbench.targets.local import LocalGraph, LocalTarget, run_points
     from workbench.targets.sim import SimTarget
     from workbench.modelfolder import local_model
-    from workbench.calibration import Factors
+    from workbench.sim.physics import Factors
     from workbench.aiperf import AIPerfSpec
-    from workbench.targets.sim import sim_versions
+    from workbench.sim.recipe import sim_versions
     rec, out, made = load_recipe(model), Path(out), []
-    spec, f = AIPerfSpec(isl=isl, osl=osl, request_timeout_s=600), SimTarget(progress=False).factors(recipe_variant(rec))[0]
-    slow = Factors(prefill=f.prefill*prefill_x, decode=f.decode*decode_x)
+    spec, p = AIPerfSpec(isl=isl, osl=osl, request_timeout_s=600), SimTarget(progress=False).pricing(recipe_variant(rec))[0]
+    f = p.factors
+    slow = p.model_copy(update={'factors': Factors(prefill=f.prefill*prefill_x, decode=f.decode*decode_x)})
     out.mkdir(parents=True, exist_ok=True)
     (out/'stand_in.json').write_text(json.dumps({'model': model, 'prefill_x': prefill_x, 'decode_x': decode_x, 'calibrated': f.model_dump(),
-                                                 'factors': slow.model_dump(), 'sim_versions': sim_versions(), 'points': points or STAND_IN_POINTS}, indent=1))
+                                                 'factors': slow.factors.model_dump(), 'pricing': slow.model_dump(), 'sim_versions': sim_versions(), 'points': points or STAND_IN_POINTS}, indent=1))
     for name, concs in (points or STAND_IN_POINTS).items():
         v = variant_from_name(rec, name)
         ws, router, _, _ = LocalTarget(progress=False).plan(v, slow)

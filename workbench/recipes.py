@@ -239,7 +239,7 @@ class Topology(Strict):
             w = self.workers[0]; return f'{w.parallelism.replicas}xTP{w.parallelism.tensor_parallel_size}'
         return '+'.join(f"{w.parallelism.replicas}{w.role[0].upper()}(TP{w.parallelism.tensor_parallel_size})" for w in self.workers)
 
-# %% ../nbs/01_recipes.ipynb #e1bd0773
+# %% ../nbs/01_recipes.ipynb #fdfa3f8a
 class Trace(Strict):
     "Facts of a Mooncake-style benchmark trace (the file itself is not redistributable here)."
     id: str
@@ -251,7 +251,7 @@ class Trace(Strict):
     mean_osl: float|None = None
     kv_reuse_target: float|None = None
     over_context_requests: dict[str, int] = {}
-    sessions: dict|None = None      # the simulator's conversation-stream stand-in (workbench.workload.SessionModel) and how it was fitted
+    sessions: dict|None = None      # the simulator's conversation-stream stand-in (workbench.sim.workload.SessionModel) and how it was fitted
     notes: str = ''
 
 class Workload(Strict):

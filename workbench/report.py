@@ -266,22 +266,26 @@ def published_chart(table:pd.DataFrame, *, metric_title:str='output tok/s/GPU', 
         title or f'{models} on {targets}: published vs reproduced {metric_title}', source_line(t.assign(provenance=t.provenance), basis=basis),
         'Above each reproduced bar: reproduced \u00f7 published. Published figures and their sources: the recipe.'))
 
-# %% ../nbs/31_report.ipynb #0404820d
+# %% ../nbs/31_report.ipynb #00d67c50
 def deltas_chart(deltas:pd.DataFrame, *, reference:str='recipe', title:str|None=None, basis:str='') -> alt.LayerChart:
-    "Horizontal bars of `delta_pct` per variant (a `group_deltas` frame), grouped by setting group; rows without a bar say why."
+    "Horizontal bars of `delta_pct` per variant (a `group_deltas` frame), grouped by setting group, with the change's band (`band_pct`) as whiskers when given; rows without a bar say why."
     import altair as alt                  # imported where charts are drawn: altair takes about a second to import
     d = _clean(deltas[deltas.variant != reference])
     if not d.delta_pct.notna().any(): raise WorkbenchError(f'no variant other than {reference!r} has an SLA-passing point to compare', 'draw per-group deltas',
                                                            'add candidates, concurrencies with lower load, or relax the SLA')
-    d['text'] = [f'{v:+.1f}%' if pd.notna(v) else ('not modelled' if not m else 'misses the SLA at every concurrency')
-                 for v, m in zip(d.delta_pct, d.modelled.astype(bool))]
+    bands = d['band_pct'] if 'band_pct' in d else pd.Series(math.nan, index=d.index)
+    d['text'] = [(f'{v:+.1f}%' + (f' \u00b1{b:.0f}%' if pd.notna(b) else '') + (' (finding)' if pd.notna(b) and abs(v) > b else ''))
+                 if pd.notna(v) else ('not modelled' if not m else 'misses the SLA at every concurrency')
+                 for v, m, b in zip(d.delta_pct, d.modelled.astype(bool), bands)]
+    d['lo'], d['hi'] = d.delta_pct - bands, d.delta_pct + bands
     many = d.target.nunique() > 1
     d['row'] = d.label + (' (' + d.target + ')' if many else '')
     d = d.assign(_r=d.group.map(_group_rank)).sort_values(['_r', 'row'], kind='stable')
-    lo, hi = min(0.0, d.delta_pct.min()), max(0.0, d.delta_pct.max()); pad = 0.35*(hi - lo or 1)
+    lo, hi = min(0.0, d.delta_pct.min(), d.lo.min() if d.lo.notna().any() else 0.0), max(0.0, d.delta_pct.max(), d.hi.max() if d.hi.notna().any() else 0.0)
+    pad = 0.45*(hi - lo or 1)
     y = alt.Y('row:N', sort=list(d.row), title=None, axis=alt.Axis(labelLimit=0, labelFontSize=11))
-    x = alt.X('delta_pct:Q', title=f'% change in tok/s/GPU at the SLA-best point, vs {reference}',
-              scale=alt.Scale(domain=[lo - (pad if lo < 0 else 0.15*pad), hi + (pad if hi > 0 else 0.15*pad)], nice=False))
+    scale = alt.Scale(domain=[lo - (pad if lo < 0 else 0.15*pad), hi + (pad if hi > 0 else 0.15*pad)], nice=False)
+    x = alt.X('delta_pct:Q', title=f'% change in tok/s/GPU at the SLA-best point, vs {reference}', scale=scale)
     groups = list(dict.fromkeys(d.group))
     color = alt.Color('group:N', title='setting group', sort=groups,
                       scale=alt.Scale(domain=groups, range=[GROUP_COLORS.get(g, OTHER_COLORS[0]) for g in groups]))
@@ -291,10 +295,13 @@ def deltas_chart(deltas:pd.DataFrame, *, reference:str='recipe', title:str|None=
               alt.Chart(has[has.delta_pct < 0]).mark_text(align='right', dx=-4, fontSize=11).encode(y=y, x=x, text='text:N'),
               alt.Chart(d[d.delta_pct.isna()].assign(delta_pct=0.0)).mark_text(align='left', dx=4, fontSize=11, color='#777', fontStyle='italic').encode(y=y, x=x, text='text:N'),
               alt.Chart(pd.DataFrame({'x': [0]})).mark_rule(color='black').encode(x='x:Q')]
+    if has.lo.notna().any():
+        w = has[has.lo.notna()]
+        layers.insert(1, alt.Chart(w).mark_rule(color='#333', strokeWidth=1.5).encode(y=y, x=alt.X('lo:Q', scale=scale), x2='hi:Q'))
     models, targets = ', '.join(sorted(set(d.model))), ', '.join(sorted(set(d.target)))
     return alt.layer(*layers).properties(width=420, height=22*len(d), title=_title(
         title or f'{models} on {targets}: each variant against the {reference}', source_line(d[d.delta_pct.notna()], basis=basis),
-        f'Best tok/s/GPU under the SLA, as % change against the {reference}\u2019s.'))
+        f'Best tok/s/GPU under the SLA, as % change against the {reference}\u2019s' + ('; whiskers: the change\u2019s band (a finding lies beyond it).' if has.lo.notna().any() else '.')))
 
 # %% ../nbs/31_report.ipynb #c266b7cb
 def save_chart(chart, stem, *, scale:float=2.0) -> list[Path]:

@@ -23,7 +23,7 @@ __all__ = ['BUNDLE_VERSION', 'SECRET_WORDS', 'ENV_PREFIXES', 'COMPARED', 'BAND_O
            'acceptance_record', 'target_options', 'local_max_len', 'run_record', 'commands', 'point_bundle', 'rerun',
            'noise', 'compare', 'Reproduction', 'load_bundle', 'reproduce']
 
-# %% ../nbs/25_reproduce.ipynb #c51cab0f
+# %% ../nbs/25_reproduce.ipynb #81467067
 BUNDLE_VERSION = 1
 SECRET_WORDS = ('PASSWORD', 'TOKEN', 'SECRET', 'KEY', 'CREDENTIAL', 'AUTH')
 ENV_PREFIXES = ('WORKBENCH_', 'DYN_', 'NATS_', 'HF_', 'CUDA_', 'OMP_', 'VLLM_', 'AIPERF_', 'MLFLOW_TRACKING_URI')
@@ -39,7 +39,7 @@ def versions(target:str) -> dict:
     "Package versions (`tracking.package_versions`), and for simulated points the simulator's own (physics, profile format)."
     out = tracking.package_versions()
     if target == 'sim':
-        from workbench.targets.sim import sim_versions
+        from workbench.sim.recipe import sim_versions
         out['simulator'] = sim_versions()
     return out
 
@@ -121,7 +121,7 @@ def workers_from_graph(graph:dict) -> tuple[list[dict], str]:
                              'pass the graph.json of a mocker graph (a vLLM graph is run again through its target)')
     return [{**w, 'count': n} for w, n in groups.values()], front[front.index('--router-mode')+1]
 
-# %% ../nbs/25_reproduce.ipynb #42fccb98
+# %% ../nbs/25_reproduce.ipynb #8102b5ed
 def _sha256(path) -> str|None:
     "sha256 of a file's bytes (None when it is not there)."
     p = Path(path)
@@ -138,14 +138,14 @@ def workload_record(v:Variant, target:str, r:BenchResult, *, request_count:int|N
 
 def acceptance_record(v:Variant) -> dict:
     "Speculative decoding per worker (method, draft tokens, acceptance length and source, per-position rates) and the SLA."
-    from workbench.targets.sim import accept_rates_of
+    from workbench.sim.recipe import accept_rates_of
     out = {}
     for w in v.spec.workers:
         s = w.speculative
         out[w.name] = {**s.model_dump(mode='json'), 'accept_rates': accept_rates_of(v.recipe, s) if s.method != 'none' else None}
     return {'speculative': out, 'sla': v.recipe.sla.model_dump()}
 
-# %% ../nbs/25_reproduce.ipynb #a863aa76
+# %% ../nbs/25_reproduce.ipynb #968be055
 def target_options(target) -> dict:
     "The plain constructor options of `target` (a target object; {} for a name)."
     if isinstance(target, str): return {}
@@ -159,26 +159,26 @@ def local_max_len(v:Variant, spec:AIPerfSpec) -> int:
     "The generated model's context length the local target gives variant `v` under load `spec`."
     return max(v.recipe.model.architecture.context_length, spec.isl + spec.prefix_prompt_length + spec.shared_system_prompt_length + spec.osl + 1024)
 
-def _factors(v:Variant) -> dict|None:
-    "The factors the sim target gives `v` now (the local target times its mocker workers with them)."
+def _pricing(v:Variant) -> dict|None:
+    "The prices the sim target gives `v` now (the local target times its mocker workers with them)."
     from workbench.targets.sim import SimTarget
-    f, _ = SimTarget(progress=False).factors(v)
-    return f and f.model_dump()
+    p, _ = SimTarget(progress=False).pricing(v)
+    return p and p.model_dump()
 
 def run_record(v:Variant, r:BenchResult, target, *, graph:dict|None=None, command:list|None=None) -> dict:
-    "How `target` ran point `r` of `v`: 'sim' (setup, factors), 'local' (workers, router, AIPerf spec, model length, factors) or 'target'."
+    "How `target` ran point `r` of `v`: 'sim' (setup, prices), 'local' (workers, router, AIPerf spec, model length, prices) or 'target'."
     name = target if isinstance(target, str) else target.name
     if name == 'sim' and not isinstance(target, str):
         if not r.modelled: return {'kind': 'sim', 'modelled': False}
-        st, _ = target.setup(v); f, src = target.factors(v)
-        return {'kind': 'sim', 'setup': st.model_dump(mode='json'), 'factors': f and f.model_dump(), 'factors_source': src,
+        st, _ = target.setup(v); p, src = target.pricing(v)
+        return {'kind': 'sim', 'setup': st.model_dump(mode='json'), 'pricing': p and p.model_dump(), 'pricing_source': src,
                 'requests': target.requests, 'seed': target.seed}
     graph = graph or r.extra.get('graph')
     if name == 'local' and r.engine == 'mocker' and graph:
         spec = AIPerfSpec(**r.extra['spec']) if r.extra.get('spec') else spec_from_command(command)
         ws, mode = workers_from_graph(graph)
         return {'kind': 'local', 'workers': ws, 'router_mode': mode, 'spec': spec.model_dump(), 'max_len': local_max_len(v, spec),
-                'factors': _factors(v) if getattr(target, 'calibrate', True) else None}
+                'pricing': _pricing(v) if getattr(target, 'calibrate', True) else None}
     return {'kind': 'target'}
 
 # %% ../nbs/25_reproduce.ipynb #9dc2aeec
@@ -211,27 +211,28 @@ def point_bundle(v:Variant, r:BenchResult, target, *, request_count:int|None=Non
     b['commands'] = commands(b)
     return b
 
-# %% ../nbs/25_reproduce.ipynb #ce8fb368
+# %% ../nbs/25_reproduce.ipynb #4b66ae0f
 def _rerun_sim(b:dict, v:Variant) -> BenchResult:
-    "The simulated point of bundle `b`, from its stored setup and factors."
-    from workbench.targets.replay import SimSetup, simulate
-    from workbench.targets.sim import SimTarget
-    from workbench.calibration import Factors
+    "The simulated point of bundle `b`, from its stored setup and prices (a bundle from before the step physics: its factors alone)."
+    from workbench.sim.engine import SimSetup
+    from workbench.sim.physics import Pricing, Factors
+    from workbench.targets.sim import SimTarget, cached_point
     h = b['run']
     if not h.get('setup'): return SimTarget(progress=False).point(v, b['concurrency'])        # not modelled: no number, as before
-    f = Factors(**h['factors']) if h['factors'] else None
-    r = simulate(SimSetup.model_validate(h['setup']), b['concurrency'], factors=f, variant=v.name, variant_hash=v.hash)
-    return r.model_copy(update={'model': v.recipe.id, 'topology': v.topology_name})
+    p = Pricing.model_validate(h['pricing']) if h.get('pricing') else Pricing(factors=Factors(**h['factors'])) if h.get('factors') else None
+    r = cached_point(SimSetup.model_validate(h['setup']), b['concurrency'], pricing=p, telemetry_ms=1000.0)
+    return r.model_copy(update={'model': v.recipe.id, 'topology': v.topology_name, 'variant': v.name, 'variant_hash': v.hash})
 
 def _rerun_local(b:dict, v:Variant) -> BenchResult:
     "The local mocker point of bundle `b`: the same graph, the same AIPerf load."
     from workbench.targets.local import LocalGraph, LocalTarget, WorkerSpec, run_points
     from workbench.modelfolder import local_model
-    from workbench.calibration import Factors
+    from workbench.sim.physics import Pricing, Factors
     h = b['run']
     ws = [WorkerSpec(**w) for w in h['workers']]
-    if any(w.profile_npz and not Path(w.profile_npz).is_file() for w in ws):     # another machine: rebuild the profiles with the same factors
-        fresh = LocalTarget(progress=False).plan(v, Factors(**h['factors']) if h.get('factors') else None)[0]
+    if any(w.profile_npz and not Path(w.profile_npz).is_file() for w in ws):     # another machine: rebuild the profiles with the same prices
+        p = Pricing.model_validate(h['pricing']) if h.get('pricing') else Pricing(factors=Factors(**h['factors'])) if h.get('factors') else None
+        fresh = LocalTarget(progress=False).plan(v, p)[0]
         ws = [w.model_copy(update={'profile_npz': f.profile_npz}) for w, f in zip(ws, fresh)]
     with LocalGraph(ws, router_mode=h['router_mode'], model=local_model(max_len=h['max_len'])) as g:
         [r] = run_points(g, AIPerfSpec(**h['spec']), model=v.recipe.id, variant=v.name, variant_hash=v.hash, progress=False, tag='reproduce-')
@@ -243,7 +244,7 @@ def rerun(b:dict, target:str|None=None, options:dict|None=None) -> tuple[BenchRe
     tname, kind = target or b['target'], b['run'].get('kind')
     v, notes = variant_of(b['variant'])
     if tname == b['target'] and kind == 'sim' and not options:
-        from workbench.targets.sim import sim_versions
+        from workbench.sim.recipe import sim_versions
         if b['versions'].get('simulator') != sim_versions(): notes.append(f"simulator {b['versions'].get('simulator')} -> {sim_versions()}")
         return _rerun_sim(b, v), notes
     if tname == b['target'] and kind == 'local' and not options: return _rerun_local(b, v), notes
@@ -256,7 +257,7 @@ def rerun(b:dict, target:str|None=None, options:dict|None=None) -> tuple[BenchRe
     finally: t.teardown()
     return r, notes
 
-# %% ../nbs/25_reproduce.ipynb #2e6b5822
+# %% ../nbs/25_reproduce.ipynb #1688c773
 COMPARED = (('output_tok_s_per_gpu', 'avg', 'tok/s/GPU'), ('time_to_first_token', 'p50', 'TTFT p50 (ms)'),
             ('inter_token_latency', 'p50', 'ITL p50 (ms)'), ('output_token_throughput_per_user', 'p50', 'tok/s/user p50'),
             ('request_latency', 'p50', 'latency p50 (ms)'))
@@ -273,7 +274,7 @@ def noise(r:BenchResult, metric:str, *, z:float=3.0, floor:float=0.08) -> float:
 
 def compare(old:BenchResult, new:BenchResult, *, exact:bool=False) -> pd.DataFrame:
     "Old against new per compared statistic: values, relative change, tolerance ('exact' or a share) and whether it holds."
-    from workbench.calibration import combine
+    from workbench.sim.trust import combine
     rows = []
     for metric, stat, label in COMPARED:
         a, b = _stat(old, metric, stat), _stat(new, metric, stat)

@@ -148,16 +148,16 @@ def load_winner(path) -> Variant:
                                                         'run the search again: the recipe changed since it was written')
     return v
 
-# %% ../nbs/24a_search_run.ipynb #00c6f2cb
+# %% ../nbs/24a_search_run.ipynb #7a3bdb37
 def live_prediction(out:SearchOutcome, v:Variant, concurrency:int, *, requests:int, osl:int|None) -> BenchResult:
     "The sim's prediction of `v` at `concurrency` on the workload the local target runs: fixed ISL/OSL, same prefix settings and request count."
-    from workbench.targets.replay import simulate
+    from workbench.sim.engine import simulate
     t = out.evaluator.target
     st, _ = t.setup(v)
     wl = st.workload
     fixed = wl.model_copy(update={'sessions': None, 'trace_path': None, 'isl_cv': 0.0, 'osl_cv': 0.0, 'requests': requests, 'osl_mean': osl or wl.osl_mean})
-    f, _ = t.factors(v)
-    r = simulate(st.model_copy(update={'workload': fixed}), concurrency, factors=f, variant=v.name, variant_hash=v.hash, telemetry_ms=None)
+    p, _ = t.pricing(v)
+    r = simulate(st.model_copy(update={'workload': fixed}), concurrency, pricing=p, variant=v.name, variant_hash=v.hash, telemetry_ms=None)
     return r.model_copy(update={'model': v.recipe.id, 'topology': v.topology_name})
 
 def _live_row(out:SearchOutcome, w, pred:BenchResult, m:BenchResult) -> dict:

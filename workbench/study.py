@@ -27,7 +27,7 @@ __all__ = ['KV_EVENTS', 'RUN_CONTROL', 'MAX_CONCURRENCIES', 'MAX_CANDIDATES', 'g
            'plan_study', 'point_key', 'StudyOutcome', 'StudyArgs', 'study_id', 'study_params', 'CheckedStudy',
            'check_study', 'run_study', 'resume_note', 'mem_available', 'results_table', 'sla_best_table',
            'best_per_group', 'published_vs_reproduced', 'excluded_table', 'recipe_summary', 'study_intro', 'sla_text',
-           'study_charts', 'summary_text']
+           'study_deltas', 'study_charts', 'summary_text']
 
 # %% ../nbs/32_study.ipynb #a13ac104
 KV_EVENTS = {'enable_kv_cache_events': True, 'publisher': 'zmq', 'topic': 'kv-events', 'endpoint': 'tcp://*:20080'}
@@ -287,7 +287,7 @@ def _check_custom(plan:list[Planned], custom:dict|None):
     if bad: raise WorkbenchError('; '.join(f'custom candidate {p.name}: {p.refused}' for p in bad), 'plan the study',
                                  "correct or remove the candidate (one setting group per candidate; for a pinned setting pass overrides={group: '<reason>'})")
 
-# %% ../nbs/32_study.ipynb #576a826c
+# %% ../nbs/32_study.ipynb #9bb44531
 def _teller(prog, label:str):
     "A function that reports one point of variant `label` to `prog` (a `progress.Progress`; nothing when None)."
     def tell(c:int, status:str, r:BenchResult|None=None, reason:str=''):
@@ -345,7 +345,8 @@ def _sla_best(s, a:StudyArgs, p:Planned, out:StudyOutcome, *, check:str|None=Non
     if m is None: return
     r, lab = m.point, out.meta.get(v.hash, {}).get('label', v.name)
     best = {'output_tok_s_per_gpu': m.output_tok_s_per_gpu, 'concurrency': m.concurrency, 'limited_by': m.limited_by,
-            'band': r.error_band.get('output_token_throughput') if r else None, 'delta_band': r.extra.get('delta_band') if r else None}
+            'band': r.error_band.get('output_token_throughput') if r else None, 'delta_band': r.extra.get('delta_band') if r else None,
+            'repeat_band': (r.extra.get('repeat_band') or {}).get('output_token_throughput') if r else None}
     if r is not None and not any(x.variant_hash == v.hash and x.concurrency == r.concurrency for x in out.results):
         key = point_key(v, a.target, r.concurrency, request_count=a.request_count, seed=a.seed, study=s.study)
         tracking.log_point(s, r, v.recipe.sla, settings=v.settings(), group=p.group, key=key, recipe_version=v.recipe.recipe_version,
@@ -393,7 +394,7 @@ def _stored_verdict(v:Variant, runs) -> Verdict:
     return Verdict(variant=v.name, variant_hash=v.hash,
                    checks=[CheckResult(name='stored', status=status, reason=f'{status}, as logged with its reused points')])
 
-# %% ../nbs/32_study.ipynb #59059d73
+# %% ../nbs/32_study.ipynb #b54dc674
 def results_table(out:StudyOutcome) -> pd.DataFrame:
     "One row per point: report columns plus topology, lineage, check verdict and exclusion reason."
     ex = gate(out.verdicts).excluded if out.verdicts else {}
@@ -422,11 +423,12 @@ def sla_best_table(out:StudyOutcome) -> pd.DataFrame:
             best = max(ok, key=lambda r: r.output_tok_s_per_gpu) if ok else None
             b = {'output_tok_s_per_gpu': best and best.output_tok_s_per_gpu, 'concurrency': best and best.concurrency,
                  'limited_by': 'best passing point run' if best else 'no point run meets the SLA',
-                 'band': best and best.error_band.get('output_token_throughput'), 'delta_band': best and best.extra.get('delta_band')}
+                 'band': best and best.error_band.get('output_token_throughput'), 'delta_band': best and best.extra.get('delta_band'),
+                 'repeat_band': best and (best.extra.get('repeat_band') or {}).get('output_token_throughput')}
         rows.append(dict(group=meta['group'], variant=pts[0].variant, topology=meta['topology'], **b, modelled=modelled,
                          provenance=pts[0].provenance, check='failed' if h in ex else 'ok', variant_hash=h))
     return pd.DataFrame(rows, columns=['group', 'variant', 'topology', 'output_tok_s_per_gpu', 'concurrency', 'limited_by', 'band',
-                                       'delta_band', 'modelled', 'provenance', 'check', 'variant_hash'])
+                                       'delta_band', 'repeat_band', 'modelled', 'provenance', 'check', 'variant_hash'])
 
 def best_per_group(out:StudyOutcome) -> pd.DataFrame:
     "Per group, the variant with the highest SLA-constrained tok/s/GPU among modelled, check-passing ones, its change against the recipe and whether that change exceeds its band."
@@ -523,7 +525,7 @@ def sla_text(r:Recipe) -> str:
     return (f"per-user output speed of at least {q.min_output_tok_s_per_user:g} tok/s ({q.user_speed_stat}) and "
             f"{q.ttft_stat} TTFT under {q.max_ttft_ms/1000:g} s")
 
-# %% ../nbs/32_study.ipynb #f2f4d61f
+# %% ../nbs/32_study.ipynb #fa13e557
 def _published_frame(recipe:Recipe) -> pd.DataFrame:
     "The recipe's published points as rows of the results frame (provenance 'published')."
     cols = list(report.COLUMNS)
@@ -531,6 +533,17 @@ def _published_frame(recipe:Recipe) -> pd.DataFrame:
                           'target': 'published', 'concurrency': p.concurrency or 0, 'output_tok_s_per_gpu': p.output_tok_s_per_gpu,
                           'user_tok_s': p.user_tok_s, 'ttft_p50_ms': p.ttft_p50_ms, 'sla_passed': True, 'provenance': 'published',
                           'band': math.nan, 'modelled': True} for p in recipe.published if p.user_tok_s], columns=cols)
+
+def study_deltas(out:StudyOutcome) -> pd.DataFrame:
+    """Per variant: its SLA-constrained best as % change against the recipe's, and the band of that change (from `sla_best_table`: the
+    numbers the summary and `best_per_group` show); check-failed variants left out."""
+    t = sla_best_table(out)
+    t = t[t.check == 'ok'] if len(t) else t
+    ref = t[t.group == 'recipe'].output_tok_s_per_gpu.dropna()
+    ref = float(ref.iloc[0]) if len(ref) else math.nan
+    labels = {h: m.get('label', h) for h, m in out.meta.items()}
+    return t.assign(model=out.model, target=out.target, label=t.variant_hash.map(labels), variant=t.variant_hash.map(labels),
+                    delta_pct=100*(t.output_tok_s_per_gpu.astype(float)/ref - 1), band_pct=100*t.delta_band.astype(float))
 
 def study_charts(out:StudyOutcome, recipe:Recipe, folder) -> dict:
     "Pareto, published-vs-reproduced and per-group-delta charts (model and target in every title, provenance and error band in every subtitle); saved as PNG+SVG in `folder` and logged to the study run."
@@ -543,7 +556,7 @@ def study_charts(out:StudyOutcome, recipe:Recipe, folder) -> dict:
     t = pvr[(pvr.metric == 'output_tok_s_per_gpu') & pvr.reproduced.notna()] if len(pvr) else pvr
     if len(t): charts['published_vs_reproduced'] = report.published_chart(t.assign(model=recipe.id, label=t.label + ' (' + t.topology + ')'),
                                                                            title=f'{name}: published vs reproduced output tok/s/GPU', basis=basis)
-    try: charts['group_deltas'] = report.deltas_chart(report.group_deltas(ok), title=f'{name}: each variant against the recipe', basis=basis)
+    try: charts['group_deltas'] = report.deltas_chart(study_deltas(out), title=f'{name}: each variant against the recipe', basis=basis)
     except WorkbenchError: pass
     paths = [p for name, ch in charts.items() for p in report.save_chart(ch, Path(folder)/name)]
     if out.run_id: tracking.log_files(tracking.client(out.tracking_uri), out.run_id, paths, 'charts')

@@ -15,8 +15,8 @@ from ..results import BenchResult, SLA, not_b200, quantity
 from .physics import StepPhysics, Factors, Pricing
 
 # %% auto #0
-__all__ = ['N_GLOBAL', 'PRIOR_SD', 'STEPS', 'FIT_VERSION', 'DEFAULT_REFIT', 'Observation', 'FitPoint', 'fit', 'Calibration',
-           'calibrations_dir', 'calibrate', 'load_calibration', 'points_from_results']
+__all__ = ['N_GLOBAL', 'PRIOR_SD', 'SHARED_SD', 'OBS_SD', 'STEPS', 'MAX_STEP', 'FIT_VERSION', 'DEFAULT_REFIT', 'Observation',
+           'FitPoint', 'fit', 'Calibration', 'calibrations_dir', 'calibrate', 'load_calibration', 'points_from_results']
 
 # %% ../../nbs/10e_sim_calibration.ipynb #6a563c52
 class Observation(BaseModel):
@@ -47,9 +47,10 @@ class FitPoint(BaseModel):
             raise WorkbenchError(f'fit point {self.label} has no concurrency', 'describe a fit point',
                                  'a published maximum observes output_token_throughput_per_gpu only and names its SLA')
 
-# %% ../../nbs/10e_sim_calibration.ipynb #de3d105f
-N_GLOBAL, PRIOR_SD = 5, 0.25
+# %% ../../nbs/10e_sim_calibration.ipynb #e6e09a74
+N_GLOBAL, PRIOR_SD, SHARED_SD, OBS_SD = 5, 0.25, 0.3, 0.1
 STEPS = (0.5, 0.01, 0.5, 0.05, 0.05)      # finite-difference steps of the global parameters (ms, ms, ms, log, log)
+MAX_STEP = (5.0, 0.05, 3.0, 0.5, 0.5)     # the largest move of a global parameter in one iteration (the models' own: 0.5 in log)
 
 def _pricing(x:np.ndarray, models:list[str], model:str) -> Pricing:
     "The pricing of `model` at parameter vector `x` (a model outside `models` gets the shared factors)."
@@ -73,24 +74,32 @@ def _residuals(values:dict, points:dict, held_out, x, models, prior_sd:float) ->
                 if sim is None or not sim > 0:
                     raise WorkbenchError(f'the simulation of {m} {p.label} gave no {o.key}', 'fit the simulator',
                                          'check that the simulated point completes requests and meets the SLA somewhere')
-                r.append(math.log(sim/o.value))
-    return np.array(r + list(x[N_GLOBAL:]/prior_sd))
+                r.append(math.log(sim/o.value)/OBS_SD)
+    return np.array(r + list(x[3:5]/SHARED_SD) + list(x[N_GLOBAL:]/prior_sd))
 
-def _evaluate_all(evaluate:Callable, tasks:list, workers:int) -> list:
-    "evaluate(model, points, pricing) for every task, in `workers` processes (in this one when 1)."
-    if workers <= 1 or len(tasks) <= 1: return [evaluate(*t) for t in tasks]
-    with ProcessPoolExecutor(min(workers, len(tasks))) as ex: return list(ex.map(evaluate, *zip(*tasks)))
+def _labels(points:dict, held_out, models:list[str]) -> tuple[list[str], list[str]]:
+    "Names of the residuals (rows: 'model/point/quantity', then the priors) and of the parameters (columns), in `_residuals`' order."
+    rows = [f'{m}/{p.label}/{o.key}' for m in models for p in points[m] for o in p.observations if o.fit and not _held(held_out, m, p.label, o.key)]
+    shared = ['shared/prefill', 'shared/decode']
+    own = [f'{m}/{k}' for m in models for k in ('prefill', 'decode')]
+    return rows + [f'prior {x}' for x in shared + own], ['step_ms', 'layer_comm_ms', 'draft_ms'] + shared + own
 
-# %% ../../nbs/10e_sim_calibration.ipynb #cfad555b
-def _jacobian(evaluate, points, held_out, x, models, prior_sd, r0, values0, workers):
-    "Finite-difference Jacobian of the residuals (global columns: every model; a model's columns: that model only)."
+def _evaluate_all(evaluate:Callable, tasks:list, pool=None) -> list:
+    "evaluate(model, points, pricing) for every task, in `pool`'s processes (in this one when None)."
+    if pool is None or len(tasks) <= 1: return [evaluate(*t) for t in tasks]
+    return list(pool.map(evaluate, *zip(*tasks)))
+
+# %% ../../nbs/10e_sim_calibration.ipynb #f1262f74
+def _jacobian(evaluate, points, held_out, x, models, prior_sd, r0, values0, pool, free):
+    "Finite-difference Jacobian of the residuals (global columns: every model; a model's columns: that model only; fixed ones zero)."
     cols, tasks = [], []
     for i in range(len(x)):
+        if not free[i]: continue
         h = STEPS[i] if i < N_GLOBAL else 0.05
         xi = x.copy(); xi[i] += h
         own = models if i < N_GLOBAL else [models[(i - N_GLOBAL)//2]]
         cols.append((i, h, xi, own)); tasks += [(m, points[m], _pricing(xi, models, m)) for m in own]
-    out, k, J = _evaluate_all(evaluate, tasks, workers), 0, np.zeros((len(r0), len(x)))
+    out, k, J = _evaluate_all(evaluate, tasks, pool), 0, np.zeros((len(r0), len(x)))
     for i, h, xi, own in cols:
         vals = dict(values0)
         for m in own: vals[m] = out[k]; k += 1
@@ -98,28 +107,46 @@ def _jacobian(evaluate, points, held_out, x, models, prior_sd, r0, values0, work
     return J
 
 def fit(evaluate:Callable, points:dict[str, list[FitPoint]], *, held_out=(), prior_sd:float=PRIOR_SD, start=None, maxit:int=12,
-        tol:float=1e-3, workers:int=1) -> tuple[np.ndarray, dict, int]:
-    "Joint Levenberg-Marquardt fit: (parameters, simulated values per model at them, iterations)."
+        tol:float=1e-3, workers:int=1, physics:StepPhysics|None=None, jacobian=None, progress=None, refresh:bool=True) -> tuple:
+    """Joint Levenberg-Marquardt fit: (parameters, simulated values per model at them, iterations, Jacobian). `physics`: hold the step
+    physics at these values and fit the factors only; `jacobian`: a starting Jacobian (a warm start's; `refresh=False` keeps it, with
+    Broyden's updates, and damps a failed step instead of computing a new one); `progress(text)` hears each step."""
+    if workers > 1:
+        with ProcessPoolExecutor(workers) as pool: return _fit(evaluate, points, held_out, prior_sd, start, maxit, tol, pool, physics, jacobian, progress, refresh)
+    return _fit(evaluate, points, held_out, prior_sd, start, maxit, tol, None, physics, jacobian, progress, refresh)
+
+def _fit(evaluate, points, held_out, prior_sd, start, maxit, tol, pool, physics=None, J0=None, progress=None, refresh=True):
+    """The Levenberg-Marquardt loop of `fit`, evaluating in `pool` (None: this process): a Jacobian computed once (or given), then
+    Broyden's updates after each accepted step; a fresh one only when a step fails on a stale one."""
     models = sorted(points)
     x = np.array(start if start is not None else [0.0]*N_GLOBAL + [0.0]*2*len(models), float)
-    run = lambda x: dict(zip(models, _evaluate_all(evaluate, [(m, points[m], _pricing(x, models, m)) for m in models], workers)))
+    free = np.ones(len(x), bool)
+    if physics is not None: x[:3], free[:3] = [physics.step_ms, physics.layer_comm_ms, physics.draft_ms], False
+    run = lambda x: dict(zip(models, _evaluate_all(evaluate, [(m, points[m], _pricing(x, models, m)) for m in models], pool)))
     values = run(x); r = _residuals(values, points, held_out, x, models, prior_sd)
-    if len(r) == 2*len(models): raise WorkbenchError('no observation is left to fit', 'fit the simulator', 'hold out fewer points')
-    lam, it, J = 1e-2, 0, None
+    if len(r) == 2 + 2*len(models): raise WorkbenchError('no observation is left to fit', 'fit the simulator', 'hold out fewer points')
+    lam, it, J = 1e-2, 0, (None if J0 is None or J0.shape != (len(r), len(x)) else J0)
+    fresh = J is not None and not refresh
     for it in range(1, maxit + 1):
-        if J is None: J = _jacobian(evaluate, points, held_out, x, models, prior_sd, r, values, workers)
-        A = J.T @ J; dx = -np.linalg.solve(A + lam*np.diag(np.diag(A) + 1e-9), J.T @ r)
-        x1 = x + np.clip(dx, -1.0, 1.0); x1[:3] = np.maximum(x1[:3], 0.0)
+        if J is None: J, fresh = _jacobian(evaluate, points, held_out, x, models, prior_sd, r, values, pool, free), True
+        A = J.T @ J; dx = -np.linalg.solve(A + lam*np.diag(np.diag(A) + 1e-9), J.T @ r)*free
+        lim = np.array(MAX_STEP + (0.5,)*(len(x) - N_GLOBAL))
+        x1 = x + np.clip(dx, -lim, lim); x1[:3] = np.maximum(x1[:3], 0.0)
         v1 = run(x1); r1 = _residuals(v1, points, held_out, x1, models, prior_sd)
+        if progress: progress(f'iteration {it}: loss {r @ r:.4f} -> {r1 @ r1:.4f} (lambda {lam:g}) at step {x1[0]:.2f} ms, layer '
+                              f'{1000*x1[1]:.0f} us, draft {x1[2]:.2f} ms, shared factors {math.exp(x1[3]):.2f}/{math.exp(x1[4]):.2f}')
         if r1 @ r1 < r @ r:
-            step, x, r, values, lam, J = x1 - x, x1, r1, v1, lam/3, None
+            step = x1 - x
+            J = J + np.outer(r1 - r - J @ step, step)/float(step @ step or 1)      # Broyden's update
+            x, r, values, lam, fresh = x1, r1, v1, lam/3, not refresh
             if np.abs(step).max() < tol or r @ r < 1e-10: break
+        elif not fresh: J = None                  # a stale Jacobian: compute it afresh before damping further
         else:
             lam *= 5
             if lam > 1e4: break
-    return x, values, it
+    return x, values, it, J
 
-# %% ../../nbs/10e_sim_calibration.ipynb #5be2710f
+# %% ../../nbs/10e_sim_calibration.ipynb #a769fd22
 class Calibration(BaseModel):
     "The jointly fitted prices: shared step physics and factors, per-model factors, and every residual (held-out ones predicted)."
     model_config = ConfigDict(extra='forbid')
@@ -136,6 +163,16 @@ class Calibration(BaseModel):
     versions: dict = Field(default_factory=dict)
     assumptions: dict = Field(default_factory=dict)
     created: str = ''
+    jacobian: list[list[float]] = []       # the fit's last Jacobian, rows and columns named (a warm start for held-out refits)
+    jac_rows: list[str] = []
+    jac_cols: list[str] = []
+
+    def jacobian_for(self, rows:list[str], cols:list[str]) -> np.ndarray|None:
+        "This fit's Jacobian restricted to `rows` x `cols` (None when one of them is not in it)."
+        if not self.jacobian: return None
+        ri, ci = {n: i for i, n in enumerate(self.jac_rows)}, {n: i for i, n in enumerate(self.jac_cols)}
+        if any(r not in ri for r in rows) or any(c not in ci for c in cols): return None
+        return np.array(self.jacobian)[np.ix_([ri[r] for r in rows], [ci[c] for c in cols])]
 
     def pricing(self, model:str) -> Pricing:
         "What the simulator prices `model` with (the shared factors for a model the fit left out)."
@@ -149,33 +186,44 @@ def calibrations_dir() -> Path:
     "Where fitted calibrations are cached (`runs/cache/calibrations`)."
     d = runs_dir()/'cache'/'calibrations'; d.mkdir(parents=True, exist_ok=True); return d
 
-FIT_VERSION = 3   # bump when the fit itself changes: cached calibrations stop matching
+FIT_VERSION = 4   # bump when the fit itself changes (its priors, steps or noise scale): cached calibrations stop matching
 
 def _table(points:dict, values:dict) -> dict:
     "model -> point -> quantity -> simulated/observed - 1."
     return {m: {p.label: {o.key: v[o.key]/o.value - 1 for o in p.observations if v.get(o.key)} for p, v in zip(points[m], values[m])}
             for m in values}
 
-# %% ../../nbs/10e_sim_calibration.ipynb #ce2b59a4
+# %% ../../nbs/10e_sim_calibration.ipynb #f6659c41
 def calibrate(points:dict[str, list[FitPoint]], evaluate:Callable, *, held_out=(), exclude=(), prior_sd:float=PRIOR_SD, start=None,
-              versions:dict|None=None, assumptions:dict|None=None, store:bool=True, directory=None, workers:int=1) -> Calibration:
-    "Fit the physics and factors on `points` (less held-out ones and `exclude`d models), record every residual, store as JSON."
+              versions:dict|None=None, assumptions:dict|None=None, store:bool=True, directory=None, workers:int=1, physics:StepPhysics|None=None,
+              progress=None, maxit:int=12, refresh:bool=True) -> Calibration:
+    "Fit the physics (unless given) and factors on `points` (less held-out ones and `exclude`d models), record every residual, store as JSON."
     held_out, exclude = sorted(held_out), sorted(exclude)
     cid = content_hash(dict(points={m: [p.model_dump(mode='json') for p in ps] for m, ps in sorted(points.items())}, held_out=held_out,
-                            exclude=exclude, prior_sd=prior_sd, fit=FIT_VERSION, versions=versions or {}, assumptions=assumptions or {}))
+                            exclude=exclude, prior_sd=prior_sd, fit=[FIT_VERSION, SHARED_SD, OBS_SD], versions=versions or {}, assumptions=assumptions or {},
+                            physics=physics and physics.model_dump()))
     path = Path(directory or calibrations_dir())/f'{cid}.json'
     if store and path.exists(): return load_calibration(path)
-    fitted = {m: ps for m, ps in points.items() if m not in exclude}
+    fitted = {m: [p for p in ps if any(o.fit and not _held(held_out, m, p.label, o.key) for o in p.observations)]
+              for m, ps in points.items() if m not in exclude}       # points with nothing to fit are only predicted, at the end
+    fitted = {m: ps for m, ps in fitted.items() if ps}
     if not fitted: raise WorkbenchError('every model is excluded', 'calibrate the simulator', 'exclude fewer models')
     models = sorted(fitted)
     x0 = None if start is None else [start.physics.step_ms, start.physics.layer_comm_ms, start.physics.draft_ms, *start.shared.logs] + \
          [float(v) for m in models for v in (start.factors.get(m, start.shared).logs - start.shared.logs)]
-    x, _, n = fit(evaluate, fitted, held_out=held_out, prior_sd=prior_sd, start=x0, workers=workers)
+    rows, cols = _labels(fitted, held_out, models)
+    J0 = start.jacobian_for(rows, cols) if start is not None else None
+    x, _, n, J = fit(evaluate, fitted, held_out=held_out, prior_sd=prior_sd, start=x0, workers=workers, physics=physics, jacobian=J0,
+                     progress=progress, maxit=maxit, refresh=refresh)
     cal = Calibration(id=cid, physics=_pricing(x, models, models[0]).physics, shared=Factors.from_logs(x[3:5]),
                       factors={m: _pricing(x, models, m).factors for m in models}, prior_sd=prior_sd, points=points, held_out=held_out,
                       excluded=exclude, iterations=n, versions=versions or {}, assumptions=assumptions or {},
-                      created=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()))
-    values = dict(zip(sorted(points), _evaluate_all(evaluate, [(m, points[m], cal.pricing(m)) for m in sorted(points)], workers)))
+                      created=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), jac_rows=rows, jac_cols=cols,
+                      jacobian=[] if J is None else np.asarray(J).round(6).tolist())
+    tasks = [(m, points[m], cal.pricing(m)) for m in sorted(points)]
+    if workers > 1:
+        with ProcessPoolExecutor(min(workers, len(tasks))) as pool: values = dict(zip(sorted(points), _evaluate_all(evaluate, tasks, pool)))
+    else: values = dict(zip(sorted(points), _evaluate_all(evaluate, tasks)))
     cal = cal.model_copy(update={'residuals': _table(points, values)})
     if store:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -105,7 +105,7 @@ def sharpness(items:list[tuple[float, float]]) -> float|None:
     b = [math.log1p(y) for x, y in items if x is not None and y is not None]
     return float(np.median(b)/np.median(e)) if e and np.median(e) > 0 else None
 
-# %% ../../nbs/10g_sim_trust.ipynb #c8143198
+# %% ../../nbs/10g_sim_trust.ipynb #904c3b45
 def sample_bias(rows:list[dict], model:str, requests:int, *, cap:float=4.0) -> dict[str, float]:
     """How far `model`'s recipe point at `requests` reads from the trace-sized sample, per band key (relative, signed), from the
     validation's stability rows: the bias measured at the smallest count there, scaled linearly in 1/requests (at most `cap` times)."""
@@ -117,9 +117,10 @@ def sample_bias(rows:list[dict], model:str, requests:int, *, cap:float=4.0) -> d
     mean = lambda n, k: float(np.mean([r[k] for r in rows if r['requests'] == n and r.get(k) is not None]))
     return {k: round(scale*(mean(small, k)/mean(at, k) - 1), 4) for k in BAND_KEYS if any(k in r for r in rows)}
 
-def _noise(v:dict, key:str, requests:int, runs:int=1) -> float:
-    "Seed noise of `key` at `requests` (of `runs` independent runs)."
-    return v.get('noise', {}).get(key, 0.0)*math.sqrt(runs*v.get('noise_requests', 1805)/max(1, requests))
+def _noise(v:dict, key:str, requests:int, runs:int=1) -> float|None:
+    "Seed noise of `key` at `requests` (of `runs` independent runs; None when the validation measured none)."
+    n = v.get('noise', {}).get(key)
+    return None if n is None else n*math.sqrt(runs*v.get('noise_requests', 1805)/max(1, requests))
 
 def effect_band(v:dict, groups:list[str], key:str, *, twice:bool=False) -> float|None:
     "The combined effect band of changing `groups` for band key `key` (a group with no validated effect: the widest)."
@@ -132,7 +133,8 @@ def band_of_groups(v:dict, model:str, groups:list[str], requests:int, *, twice:b
     "Per band key: the band of a point of `model` that differs from its fitted configurations in `groups`, at `requests`."
     fitted, bias, out = v.get('bands', {}).get('fitted', {}), sample_bias(v.get('stability', []), model, requests), {}
     for key in BAND_KEYS:
-        b = combine(fitted.get(key), effect_band(v, groups, key, twice=twice) if groups else None, _noise(v, key, requests), abs(bias.get(key, 0)))
+        b = combine(fitted.get(key), effect_band(v, groups, key, twice=twice) if groups else None, _noise(v, key, requests),
+                    abs(bias[key]) if key in bias else None)
         if b is not None: out[key] = round(b, 4)
     return out
 
@@ -140,9 +142,11 @@ def delta_band(v:dict, groups:list[str], requests:int, key:str='output_token_thr
     "The band of the relative change between two simulated points that differ in `groups` (none: the same configuration twice)."
     return round(combine(effect_band(v, groups, key, twice=twice) if groups else None, _noise(v, key, requests, runs=2)) or 0.0, 4)
 
-# %% ../../nbs/10g_sim_trust.ipynb #1302c944
+# %% ../../nbs/10g_sim_trust.ipynb #d490ad6e
 def band_of(variant, requests:int, validation:dict|None=None) -> tuple[dict[str, float], str]:
-    "The band per band key of a simulated point of `variant` at `requests`, plus 'delta' (a change against the recipe), and its basis."
+    """The band per band key of a simulated point of `variant` at `requests`, plus 'delta' (the band of its change against the recipe) and
+    'repeat' (per band key, how far the same configuration at the same seed moves between runs, the validation's `determinism`: the
+    band of a regression gate, which compares the same configurations and seeds), and its basis."""
     from workbench.sim.recipe import shipped_validation, inputs_hash, ledger_calibration
     from workbench.variants import recipe_variant, changed_groups
     v = shipped_validation() if validation is None else validation
@@ -153,8 +157,9 @@ def band_of(variant, requests:int, validation:dict|None=None) -> tuple[dict[str,
     groups, twice = groups_changed(variant), bool(partly_modelled(variant))
     out = band_of_groups(v, variant.recipe.id, groups, requests, twice=twice)
     out['delta'] = delta_band(v, sorted(changed_groups(recipe_variant(variant.recipe, variant.topology_name), variant)), requests, twice=twice)
+    out['repeat'] = {k: b for k, b in v.get('determinism', {}).items() if k in BAND_KEYS}   # the same configuration twice, same seed
     bias = sample_bias(v.get('stability', []), variant.recipe.id, requests).get('output_token_throughput', 0.0)
-    big = abs(bias) > 2*_noise(v, 'output_token_throughput', requests)
+    big = abs(bias) > 2*(_noise(v, 'output_token_throughput', requests) or 0.0)
     basis = (f"{INTERVAL:.0%} prediction interval from held-out errors over {len(v['models'])} models"
              + (f", the {'+'.join(groups)} effect band{'s' if len(groups) > 1 else ''}" if groups else ', a fitted configuration')
              + (' (twice: partly modelled)' if twice else '') + (" and the ledger's measured points" if led else '')

@@ -231,7 +231,7 @@ def _install_handlers():
         signal.signal(signal.SIGTERM, _on_sigterm)
     _HANDLERS['installed'] = True
 
-# %% ../../nbs/14_local.ipynb #248ee60f
+# %% ../../nbs/14_local.ipynb #0d402e48
 class LocalGraph:
     "A live Dynamo graph on loopback: nats-server + workers + frontend; use as a context manager."
     def __init__(self, workers:list[WorkerSpec]|WorkerSpec|None=None, router_mode:str='kv', profile_npz=None,
@@ -246,7 +246,7 @@ class LocalGraph:
             raise WorkbenchError(f'block sizes {[w.block_size for w in ws]}', 'define local graph', 'use one block size for all workers')
         for prof in [profile_npz, *(w.profile_npz for w in ws)]:
             if prof is not None and not Path(prof).is_file(): raise WorkbenchError(f'profile {prof} not found', 'define local graph',
-                                 'build it with workbench.timing.build_profile (or pass None for the mocker defaults)')
+                                 'build it with workbench.sim.physics.step_profile (or pass None for the mocker defaults)')
         if engine not in ('mocker', 'vllm'): raise WorkbenchError(f'engine {engine!r}', 'define local graph', "use 'mocker' or 'vllm'")
         self.workers, self.router_mode, self.engine, self.namespace = ws, router_mode, engine, namespace
         self.profile_npz = None if profile_npz is None else Path(profile_npz).resolve()
@@ -463,7 +463,7 @@ def fixture_profile(path, prefill_ms:float=3.0, prefill_ms_per_token:float=0.04,
              decode_active_kv_tokens=kv, decode_context_length=ctx, decode_itl=itl)
     return path
 
-# %% ../../nbs/14_local.ipynb #462c8d3d
+# %% ../../nbs/14_local.ipynb #b5c68e21
 class LocalTarget(BaseTarget):
     "Run a `Variant` as a live local graph (mocker workers with the sim target's timing), measured by AIPerf."
     name, engine = 'local', 'mocker'
@@ -495,13 +495,14 @@ class LocalTarget(BaseTarget):
         rec = variant.recipe
         return rec.benchmarks.get(variant.topology_name) or rec.benchmarks[rec.default_topology]
 
-    def plan(self, variant, factors=None) -> tuple[list[WorkerSpec], str, AIPerfSpec, list[str]]:
-        "Worker groups, router mode, AIPerf spec and notes for `variant`."
-        from workbench.targets import sim
-        st, notes = sim.variant_setup(variant)
+    def plan(self, variant, pricing=None) -> tuple[list[WorkerSpec], str, AIPerfSpec, list[str]]:
+        "Worker groups, router mode, AIPerf spec and notes for `variant` (mocker step times priced with `pricing`)."
+        from workbench.sim.recipe import variant_setup
+        from workbench.sim.engine import engine_args
+        st, notes = variant_setup(variant)
         ws = []
         for w in st.workers:
-            e = sim.engine_args(st, w, factors)['engine']
+            e = engine_args(st, w, pricing)['engine']
             ws.append(WorkerSpec(role=w.role, count=w.replicas, gpus=w.tp*w.dp, dp=w.dp, block_size=e['block_size'],
                                  num_gpu_blocks=e['num_gpu_blocks'], max_num_seqs=e['max_num_seqs'],
                                  max_num_batched_tokens=e['max_num_batched_tokens'], enable_prefix_caching=e['enable_prefix_caching'],
@@ -544,12 +545,13 @@ class LocalTarget(BaseTarget):
             workdir=None) -> list[BenchResult]:
         "Measure `variant` live at each concurrency (default: the recipe benchmark's); one `BenchResult` per point."
         if request_count: self.max_requests = request_count
-        rec, b, f = variant.recipe, self._bench(variant), None
+        rec, b, p = variant.recipe, self._bench(variant), None
         if self.calibrate:
             from workbench.targets.sim import SimTarget
-            f, src = SimTarget(progress=False).factors(variant)
-        ws, router, spec, notes = self.plan(variant, f)
-        if f is not None: notes.append(f'mocker step times scaled by the simulator factors (prefill {f.prefill:.3g}, decode {f.decode:.3g}; {src})')
+            p, src = SimTarget(progress=False).pricing(variant)
+        ws, router, spec, notes = self.plan(variant, p)
+        if p is not None: notes.append(f'mocker step times priced as the simulator prices them (step {p.physics.step_ms:.3g} ms, draft '
+                                       f'{p.physics.draft_ms:.3g} ms; factors prefill {p.factors.prefill:.3g}, decode {p.factors.decode:.3g}; {src})')
         if variant.override: notes.append(f'pinned setting overridden: {variant.override}')
         max_len = max(rec.model.architecture.context_length, spec.isl + spec.prefix_prompt_length + spec.shared_system_prompt_length + spec.osl + 1024)
         out, g = [], LocalGraph(ws, router_mode=router, model=local_model(max_len=max_len), ready_timeout_s=self.ready_timeout_s)

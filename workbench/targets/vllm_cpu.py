@@ -400,7 +400,7 @@ def _on_dummy_weights(c:CheckResult) -> CheckResult:
                                     'give it nothing to parse'})
     return c.model_copy(update={'simulated': False, 'reason': c.reason.replace(' (simulated engine)', '')})
 
-# %% ../../nbs/16_vllm.ipynb #45ce58ce
+# %% ../../nbs/16_vllm.ipynb #cea007a3
 class VllmTarget(LocalTarget):
     "The local target with real `dynamo.vllm` workers: vLLM's CPU build (or a GPU build), a generated model, dummy weights."
     name = 'local'
@@ -433,7 +433,7 @@ class VllmTarget(LocalTarget):
 
     def engine_plan(self, variant) -> tuple[list[WorkerSpec], dict, str, AIPerfSpec, list[str], LocalModel]:
         "Worker groups (flags adapted), their VLLM_* env, router mode, a CPU-sized AIPerf spec, notes, and the model."
-        from workbench.targets import sim
+        from workbench.sim.recipe import variant_setup
         rec, topo = variant.recipe, variant.spec
         if self.device == 'cpu' and topo.kind != 'agg':
             raise WorkbenchError(f'{rec.id} {variant.name} is disaggregated', 'run on the vLLM CPU engine',
@@ -456,7 +456,7 @@ class VllmTarget(LocalTarget):
             notes.append(f'every one of this host\'s {self.cores} cores runs an engine rank: AIPerf, the frontend and the worker\'s own process '
                          'share them, so streamed tokens can reach AIPerf in bursts (its ITL then reads near 0 and its TTFT long); the '
                          'frontend\'s per-token ITL is in server_metrics_delta')
-        st, _ = sim.variant_setup(variant)
+        st, _ = variant_setup(variant)
         wl, b = st.workload, self._bench(variant)
         isl, osl = min(wl.isl_mean, self.isl), min(wl.osl_mean, self.osl or wl.osl_mean)
         plen = int(round(wl.prefix_ratio*isl)) if wl.prefix_ratio else 0
