@@ -19,7 +19,7 @@ __all__ = ['COLUMNS', 'HIDDEN', 'GROUP_COLORS', 'OTHER_COLORS', 'SHAPES', 'DASHE
            'table', 'styles', 'source_line', 'frontier', 'pareto_chart', 'published_chart', 'deltas_chart',
            'save_chart', 'log_charts', 'static_charts', 'study_charts']
 
-# %% ../nbs/31_report.ipynb #ef0aa559
+# %% ../nbs/31_report.ipynb #fbb5598b
 COLUMNS = ('model', 'variant', 'label', 'group', 'target', 'concurrency', 'output_tok_s_per_gpu', 'user_tok_s', 'ttft_p50_ms',
            'sla_passed', 'provenance', 'band', 'modelled')
 
@@ -34,7 +34,7 @@ def results_frame(results:list[BenchResult], sla:SLA, *, groups:dict[str, str]|N
         v = sla_verdict(r, sla)
         rows.append(dict(model=r.model, variant=r.variant, label=(labels or {}).get(r.variant) or variant_label(None, None, r.variant),
                          group=_group(r, groups), target=r.target, concurrency=r.concurrency, output_tok_s_per_gpu=r.output_tok_s_per_gpu,
-                         user_tok_s=v.user_tok_s, ttft_p50_ms=r.value('time_to_first_token', 'p50'), sla_passed=v.passed,
+                         user_tok_s=v.user_tok_s, ttft_p50_ms=r.value('time_to_first_token', 'p50'), sla_passed=v.passed if r.modelled else None,
                          provenance=provenance_of(r), band=r.error_band.get('output_token_throughput', math.nan), modelled=r.modelled,
                          engine=r.engine, total_gpus=r.total_gpus, itl_p50_ms=r.value('inter_token_latency', 'p50')))
     return pd.DataFrame(rows, columns=[*COLUMNS, 'engine', 'total_gpus', 'itl_p50_ms'])

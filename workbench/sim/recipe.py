@@ -205,7 +205,7 @@ def calibration(models=None, *, held_out=(), exclude=(), prior_sd:float=PRIOR_SD
     return calibrate(pts, evaluate, held_out=sorted(set(held_out) | set(baselines(pts))), exclude=exclude, prior_sd=prior_sd, start=start,
                      versions=sim_versions(), assumptions={'calibration_seed': CAL_SEED}, store=store, workers=workers, progress=progress, **fit_kw)
 
-# %% ../../nbs/10f_sim_recipe.ipynb #525b8184
+# %% ../../nbs/10f_sim_recipe.ipynb #59a4eec4
 def validation_path() -> Path:
     "The shipped validation (`recipes/sim-validation.json`)."
     return recipes_dir()/'sim-validation.json'
@@ -232,13 +232,17 @@ def ledger_calibration(model:str) -> dict|None:
     return d if d and d.get('versions') == sim_versions() else None
 
 def model_pricing(recipe, *, ledger:bool=True) -> tuple[Pricing, str]:
-    "The prices the sim uses for `recipe`, and where they come from (the ledger's refit, the shipped validation, or a fit made now)."
+    """The prices the sim uses for `recipe`, and where they come from: the ledger's refit; else the shipped validation's (as shipped when
+    the model's inputs changed since, and said so; its shared factors for a model it never saw); else a joint fit made now."""
     v = shipped_validation()
     physics = StepPhysics(**v['physics']) if v.get('physics') else None
     if ledger and (led := ledger_calibration(recipe.id)):
         return Pricing(physics=StepPhysics(**led.get('physics') or (v.get('physics') or {})), factors=Factors(**led['factors'])), \
                f"ledger calibration {led['id']} ({led['points']} measured points)"
     entry = v.get('models', {}).get(recipe.id)
-    if physics and entry and entry.get('inputs_hash') == inputs_hash(recipe):
-        return Pricing(physics=physics, factors=Factors(**entry['factors'])), 'shipped validation (joint fit over every model)'
-    return calibration().pricing(recipe.id), 'fitted now (the shipped validation predates these inputs)'
+    if physics and entry:
+        same = entry.get('inputs_hash') == inputs_hash(recipe)
+        return Pricing(physics=physics, factors=Factors(**entry['factors'])), ('shipped validation (joint fit over every model)' if same else
+               'shipped validation, whose inputs for this model changed since (run `workbench validate --write`)')
+    if physics: return Pricing(physics=physics, factors=Factors(**v['shared'])), "shipped validation's shared factors (a model it never saw)"
+    return calibration().pricing(recipe.id), 'fitted now (no shipped validation)'

@@ -72,7 +72,7 @@ def groups_changed(variant) -> list[str]:
     if variant.topology_name not in fitted_topologies(variant.recipe): out.add('topology')
     return sorted(out)
 
-# %% ../../nbs/10g_sim_trust.ipynb #5b3066f5
+# %% ../../nbs/10g_sim_trust.ipynb #febdf392
 INTERVAL = 0.8        # the bands' nominal coverage
 
 def _t90(df:int) -> float:
@@ -85,7 +85,7 @@ def interval(log_errors, *, prior_scale:float|None=None, prior_n:float=2.0) -> f
     e = [float(x) for x in log_errors if x is not None and math.isfinite(x)]
     if not e and prior_scale is None: return None
     n, ss = len(e), sum(x*x for x in e)
-    if prior_scale is not None and n < 3: ss, n = ss + prior_n*prior_scale**2, n + prior_n
+    if prior_scale is not None: ss, n = ss + prior_n*prior_scale**2, n + prior_n
     s = math.sqrt(ss/n)
     return math.exp(_t90(n - 1)*s*math.sqrt(1 + 1/n)) - 1
 
@@ -105,7 +105,7 @@ def sharpness(items:list[tuple[float, float]]) -> float|None:
     b = [math.log1p(y) for x, y in items if x is not None and y is not None]
     return float(np.median(b)/np.median(e)) if e and np.median(e) > 0 else None
 
-# %% ../../nbs/10g_sim_trust.ipynb #904c3b45
+# %% ../../nbs/10g_sim_trust.ipynb #3ed54dd9
 def sample_bias(rows:list[dict], model:str, requests:int, *, cap:float=4.0) -> dict[str, float]:
     """How far `model`'s recipe point at `requests` reads from the trace-sized sample, per band key (relative, signed), from the
     validation's stability rows: the bias measured at the smallest count there, scaled linearly in 1/requests (at most `cap` times)."""
@@ -123,10 +123,10 @@ def _noise(v:dict, key:str, requests:int, runs:int=1) -> float|None:
     return None if n is None else n*math.sqrt(runs*v.get('noise_requests', 1805)/max(1, requests))
 
 def effect_band(v:dict, groups:list[str], key:str, *, twice:bool=False) -> float|None:
-    "The combined effect band of changing `groups` for band key `key` (a group with no validated effect: the widest)."
+    "The combined effect band of changing `groups` for band key `key` (a group no published effect covers: every effect's, pooled: `'*'`)."
     eff = v.get('bands', {}).get('effects', {})
-    widest = max((b.get(key) or 0.0 for b in eff.values()), default=None) or None
-    bands = [(eff.get(g) or {}).get(key) or widest for g in groups]
+    pooled = (eff.get('*') or {}).get(key)
+    bands = [(eff.get(g) or {}).get(key) or pooled for g in groups]
     return combine(*bands, *(bands if twice else []))
 
 def band_of_groups(v:dict, model:str, groups:list[str], requests:int, *, twice:bool=False) -> dict[str, float]:

@@ -173,7 +173,7 @@ def noise_cv(rows:list[dict], at:int=1805) -> dict[str, float]:
         out[k] = round(float((g['std']/g['mean']*np.sqrt(g['requests']/at)).mean()), 4)
     return out
 
-# %% ../../nbs/10h_sim_validation.ipynb #386bf588
+# %% ../../nbs/10h_sim_validation.ipynb #120102ab
 def _scale(errs:list[float]) -> float|None:
     "RMS of log errors (None when empty)."
     return math.sqrt(sum(e*e for e in errs)/len(errs)) if errs else None
@@ -190,12 +190,15 @@ def bands(rows:list[dict], effects:list[dict]) -> dict:
             if b is not None: out[kind][key] = round(b, 4)
     eff = [(e['groups'], math.log1p(e['error'])) for e in effects if e.get('error') is not None]
     pool = _scale([x for _, x in eff])
+    others = {k: v for k, v in out['model'].items() if k != 'output_token_throughput'}
     for g in sorted({g for gs, _ in eff for g in gs}):
-        b = interval([x for gs, x in eff if g in gs], prior_scale=pool)
-        out['effects'][g] = {'output_token_throughput': round(b, 4), **{k: v for k, v in out['model'].items() if k != 'output_token_throughput'}}
+        own = [x for gs, x in eff if g in gs]
+        b = interval(own, prior_scale=pool if len(own) < 3 else None)     # a group with three or more effects stands on its own
+        out['effects'][g] = {'output_token_throughput': round(b, 4), **others}
+    if eff: out['effects']['*'] = {'output_token_throughput': round(interval([x for _, x in eff]), 4), **others}   # a group no published effect covers
     return out
 
-# %% ../../nbs/10h_sim_validation.ipynb #a24b6a77
+# %% ../../nbs/10h_sim_validation.ipynb #2cf58d91
 def _without(rows:list[dict], effects:list[dict], i:int|None=None, j:int|None=None) -> dict:
     "The bands estimated without row `i` and effect `j`."
     return bands([r for k, r in enumerate(rows) if k != i], [e for k, e in enumerate(effects) if k != j])
@@ -207,8 +210,8 @@ def coverage_rows(rows:list[dict], effects:list[dict], noise:dict|None=None) -> 
         if r['error'] is None: continue
         b = _without(rows, effects, i=i)
         if r['kind'] == 'variant':
-            widest = max((x.get(r['band_key']) or 0 for x in b['effects'].values()), default=None) or None
-            band = combine(b['fitted'].get(r['band_key']), *[(b['effects'].get(g) or {}).get(r['band_key']) or widest for g in r['groups']],
+            pooled = (b['effects'].get('*') or {}).get(r['band_key'])
+            band = combine(b['fitted'].get(r['band_key']), *[(b['effects'].get(g) or {}).get(r['band_key']) or pooled for g in r['groups']],
                            noise.get(r['band_key']))
         else: band = combine(b[r['kind']].get(r['band_key']), noise.get(r['band_key']))
         out.append(dict(kind={'fitted': 'fitted configuration', 'model': 'model left out', 'variant': 'variant point'}[r['kind']],
@@ -216,8 +219,8 @@ def coverage_rows(rows:list[dict], effects:list[dict], noise:dict|None=None) -> 
     for j, e in enumerate(effects):
         if e.get('error') is None: continue
         b = _without(rows, effects, j=j)
-        widest = max((x.get('output_token_throughput') or 0 for x in b['effects'].values()), default=None) or None
-        gb = [(b['effects'].get(g) or {}).get('output_token_throughput') or widest for g in e['groups']]
+        pooled = (b['effects'].get('*') or {}).get('output_token_throughput')
+        gb = [(b['effects'].get(g) or {}).get('output_token_throughput') or pooled for g in e['groups']]
         out.append(dict(kind='effect (a change)', model=e['model'], what=e['effect'], band_key='output_token_throughput', error=e['error'],
                         band=combine(*gb, (noise.get('output_token_throughput') or 0)*math.sqrt(2) or None)))
     return out
@@ -263,7 +266,7 @@ def validate(models=None, *, write:bool=False, noise:bool=True, workers:int=2, p
         p = validation_path(); tmp = unique_tmp(p); tmp.write_text(json.dumps(doc, indent=1, default=float)); tmp.replace(p)
     return doc
 
-# %% ../../nbs/10h_sim_validation.ipynb #094cafe4
+# %% ../../nbs/10h_sim_validation.ipynb #9438d9ef
 def _pct(x) -> str:
     "A relative error as '+12%' ('' for None)."
     return '' if x is None or (isinstance(x, float) and math.isnan(x)) else f'{100*x:+.0f}%'
@@ -299,7 +302,8 @@ def bands_table(doc:dict) -> pd.DataFrame:
     b, rows = doc['bands'], []
     for kind, name in (('fitted', 'a fitted configuration'), ('model', 'a model left out of the fit')):
         rows.append(dict(kind=name, **{BAND_KEYS[k]: _pct(v).lstrip('+') for k, v in b[kind].items()}))
-    rows += [dict(kind=f'effect: {g}', **{BAND_KEYS[k]: _pct(v).lstrip('+') for k, v in e.items()}) for g, e in b['effects'].items()]
+    rows += [dict(kind='effect: ' + ('a group no published effect covers' if g == '*' else g), **{BAND_KEYS[k]: _pct(v).lstrip('+') for k, v in e.items()})
+             for g, e in b['effects'].items()]
     rows.append(dict(kind='seed noise at 1,805 requests', **{BAND_KEYS[k]: f'{100*v:.1f}%' for k, v in doc.get('noise', {}).items()}))
     return pd.DataFrame(rows).fillna('')
 
@@ -317,7 +321,7 @@ def trust_table(doc:dict) -> pd.DataFrame:
     for g, settings in MODELLED.items():
         by = {s: MODELLED[g][s][0] for s in settings if MODELLED[g][s][0] != 'n/a'}
         eff = (doc['bands']['effects'].get(g) or {}).get('output_token_throughput')
-        widest = max((e.get('output_token_throughput') or 0 for e in doc['bands']['effects'].values()), default=0)
+        widest = (doc['bands']['effects'].get('*') or {}).get('output_token_throughput') or 0
         rows.append(dict(group=g, modelled=', '.join(s for s, v in by.items() if v == 'yes') or '-',
                          partly=', '.join(s for s, v in by.items() if v == 'partly') or '-',
                          not_modelled=', '.join(s for s, v in by.items() if v == 'no') or '-',
