@@ -239,7 +239,7 @@ class Topology(Strict):
             w = self.workers[0]; return f'{w.parallelism.replicas}xTP{w.parallelism.tensor_parallel_size}'
         return '+'.join(f"{w.parallelism.replicas}{w.role[0].upper()}(TP{w.parallelism.tensor_parallel_size})" for w in self.workers)
 
-# %% ../nbs/01_recipes.ipynb #fdfa3f8a
+# %% ../nbs/01_recipes.ipynb #c04b7428
 class Trace(Strict):
     "Facts of a Mooncake-style benchmark trace (the file itself is not redistributable here)."
     id: str
@@ -295,6 +295,7 @@ class PublishedPoint(Strict):
     itl_p50_ms: Positive|None = None
     source: str
     notes: str = ''
+    unmodelled: list[NonEmpty] = []            # how the measured configuration differs from the workbench's variant in ways the sim does not model
 
 class PublishedChange(Strict):
     "One setting-group change of a published comparison (applied to the recipe with `workbench.variants.variant`)."

@@ -134,7 +134,7 @@ def pg_running(path=None) -> tuple[int, int]|None:
     cmd = _cmdline(pid)
     return (pid, port) if cmd and Path(cmd[0]).name == 'postgres' and str(L.pgdata) in cmd else None
 
-# %% ../nbs/33_server.ipynb #b5fcf4df
+# %% ../nbs/33_server.ipynb #002c2afc
 def _start_pg(L:Layout, bindir:Path, user:str|None) -> int:
     "Start PostgreSQL over `L.pgdata` on a free 127.0.0.1 port; returns the port."
     (L.pgdata/'postmaster.pid').unlink(missing_ok=True)   # only called when pg_running() found no live postmaster
@@ -161,11 +161,21 @@ def _create_databases(L:Layout, port:int):
                 if cur.fetchone() is None: cur.execute(f'create database {db} owner {DB_USER}')
     finally: con.close()
 
+def _wait_gone(pid:int, pgdata:Path, timeout_s:float=30) -> bool:
+    "Wait until the postmaster `pid` of `pgdata` has exited (pg_ctl -w returns when its pid file goes, a moment before the process does)."
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        cmd = _cmdline(pid)
+        if not (cmd and Path(cmd[0]).name == 'postgres' and str(pgdata) in cmd): return True
+        time.sleep(0.05)
+    return False
+
 def _stop_pg(L:Layout, bindir:Path, user:str|None):
-    "Stop the cluster's postmaster: fast shutdown, else immediate."
+    "Stop the cluster's postmaster (fast shutdown, else immediate); returns once the process has exited."
     for mode in ('fast', 'immediate'):
-        if pg_running(L.root) is None: return
+        if (pg := pg_running(L.root)) is None: return
         _as_pg([bindir/'pg_ctl', '-D', L.pgdata, '-m', mode, '-w', '-t', '60', 'stop'], user, timeout=90)
+        if _wait_gone(pg[0], L.pgdata): return
     if (pg := pg_running(L.root)) is not None:
         raise WorkbenchError(f'PostgreSQL (pid {pg[0]}) is still running after an immediate shutdown', OP_STOP, f'read {L.pglog}; kill {pg[0]} by hand')
 

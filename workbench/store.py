@@ -25,7 +25,7 @@ def sqlite_path(uri:str) -> Path|None:
     "The database file of a `sqlite:///` URI, None for any other store."
     return Path(uri[len('sqlite:///'):]) if uri.startswith('sqlite:///') else None
 
-# %% ../nbs/30a_store.ipynb #e8a68e85
+# %% ../nbs/30a_store.ipynb #e9e98295
 @contextmanager
 def _file_lock(path:Path, timeout:float=120) -> Iterator[None]:
     "Exclusive lock on `path` (fcntl), waiting up to `timeout` seconds."
@@ -60,13 +60,17 @@ def template_db() -> Path:
 def fresh_store(db) -> str:
     "Copy the template to `db` (when absent) and return its `sqlite:///` URI."
     db = Path(db).resolve()
-    if not db.exists():
+    empty = db.is_file() and db.stat().st_size == 0
+    if empty: print(f'note: {db} is an empty file (0 bytes): it becomes a new MLflow store', file=sys.stderr, flush=True)
+    if not db.exists() or empty:
         tmp = db.with_name(f'.{db.name}.{os.getpid()}.tmp')
         try:
             db.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(template_db(), tmp)
-            try: os.link(tmp, db)  # atomic create-if-absent: a store another process already opened is never replaced
-            except FileExistsError: pass
+            if empty and db.stat().st_size == 0: os.replace(tmp, db)       # an empty file is no store another process opened
+            else:
+                try: os.link(tmp, db)  # atomic create-if-absent: a store another process already opened is never replaced
+                except FileExistsError: pass
         except OSError as e: raise fs_error(e, 'create the MLflow store', db) from None
         finally: tmp.unlink(missing_ok=True)
     return f'sqlite:///{db}'
@@ -122,7 +126,7 @@ def check_server(uri:str, timeout:float=10) -> None:
     if r.status_code != 200: raise WorkbenchError(f'HTTP {r.status_code}: {r.text[:200]}', op, 'check that the URL is an MLflow tracking server')
     _SERVER_OK.add(key)
 
-# %% ../nbs/30a_store.ipynb #38eb6565
+# %% ../nbs/30a_store.ipynb #a66fc3ee
 STORE_SCHEMES = ('sqlite:///', 'http://', 'https://', 'postgresql', 'mysql', 'mssql', 'databricks')
 _CORRUPT_FIX = 'move the database file away (a new, empty store is created on the next run), or point tracking_uri at a good store'
 
@@ -135,7 +139,10 @@ def _check_sqlite(db:Path, op:str, *, create:bool=True, timeout:float=5):
     try:
         with open(db, 'rb') as f: head = f.read(16)
     except OSError as e: raise fs_error(e, op, db) from None
-    if not head: return                                  # an empty file: MLflow creates its tables in it
+    if not head:                                         # an empty file: a store only once something writes one into it
+        if not create: raise WorkbenchError(f'{db} is an empty file (0 bytes): no MLflow store there yet', op,
+                                            'run a study first (workbench run MODEL), or pass the tracking URI of an existing store')
+        return
     if head != b'SQLite format 3\x00':
         raise WorkbenchError(f'{db} is corrupt: not an SQLite database (it starts with {short(head, 40)})', op, _CORRUPT_FIX)
     try:

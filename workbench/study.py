@@ -29,7 +29,7 @@ __all__ = ['KV_EVENTS', 'RUN_CONTROL', 'MAX_CONCURRENCIES', 'MAX_CANDIDATES', 'g
            'best_per_group', 'published_vs_reproduced', 'excluded_table', 'recipe_summary', 'study_intro', 'sla_text',
            'study_deltas', 'study_charts', 'summary_text']
 
-# %% ../nbs/32_study.ipynb #a13ac104
+# %% ../nbs/32_study.ipynb #23a86e20
 KV_EVENTS = {'enable_kv_cache_events': True, 'publisher': 'zmq', 'topic': 'kv-events', 'endpoint': 'tcp://*:20080'}
 
 def generic_candidates(v:Variant) -> dict[str, list[dict]]:
@@ -51,7 +51,7 @@ def candidates(v:Variant, groups=None) -> dict[str, list[dict]]:
     gen = generic_candidates(v)
     own = getattr(v.recipe, 'candidates', None) or {}
     out = {g: own.get(g, gen[g]) for g in GROUPS}
-    return {g: out[g] for g in (groups or GROUPS)}
+    return {g: out[g] for g in (GROUPS if groups is None else groups)}       # [] : no group, only the recipe and its baselines
 
 # %% ../nbs/32_study.ipynb #32d6059d
 class Planned(BaseModel):
@@ -151,7 +151,7 @@ class StudyArgs(BaseModel):
     rerun_failed: bool = False
     progress: bool = True
 
-# %% ../nbs/32_study.ipynb #037eae66
+# %% ../nbs/32_study.ipynb #b9fd33ca
 RUN_CONTROL = ('study', 'rerun_failed', 'progress', 'quiet', 'tracking_uri', 'ops_sections')   # how to run, not what: never in a study id
 
 def study_id(model:str, target:str, params:dict) -> str:
@@ -162,7 +162,7 @@ def study_params(model:str, target:Target, plan:list, *, groups=None, custom:dic
                  request_count:int|None=None, seed:int=42, target_options:dict|None=None, params:dict|None=None) -> dict:
     "What decides a study's points, as logged on its parent run and hashed into its id (`run_study` and the CLI compute it alike)."
     opts = plain_options(target_options or {})
-    d = {'model': model, 'target': target.name, 'topology': plan[0].variant.topology_name, 'groups': list(groups or GROUPS), 'custom': custom or {},
+    d = {'model': model, 'target': target.name, 'topology': plan[0].variant.topology_name, 'groups': list(GROUPS if groups is None else groups), 'custom': custom or {},
          'concurrencies': concurrencies, 'request_count': request_count, 'seed': seed, **({'target_options': opts} if opts else {}), **(params or {})}
     return {k: v for k, v in d.items() if k not in RUN_CONTROL}
 
@@ -449,7 +449,7 @@ def best_per_group(out:StudyOutcome) -> pd.DataFrame:
                          variants=len(d), not_modelled=int((~d.modelled).sum())))
     return pd.DataFrame(rows)
 
-# %% ../nbs/32_study.ipynb #a9d57f58
+# %% ../nbs/32_study.ipynb #18953853
 def _published_rows(pp, df:pd.DataFrame) -> tuple[pd.DataFrame, int|None, str]:
     "Points matching published point `pp` (same lineage and topology; its concurrency, or the highest run)."
     groups = ['recipe', 'topology'] if pp.label == 'recipe' else ['baseline']
@@ -469,18 +469,19 @@ def published_vs_reproduced(out:StudyOutcome, recipe:Recipe|None=None) -> pd.Dat
                                  ('user_tok_s', pp.user_tok_s, 'output_token_throughput_per_user'), ('ttft_p50_ms', pp.ttft_p50_ms, 'time_to_first_token')]:
             if pub is None: continue
             got = sel[metric].iloc[0] if len(sel) else None
+            why = 'not comparable: the published run differs in ' + '; '.join(u.split(':')[0] for u in pp.unmodelled) if pp.unmodelled else ''
             rows.append({'label': pp.label, 'variant': sel.variant.iloc[0] if len(sel) else pp.label, 'topology': pp.topology, 'concurrency': conc,
-                         'metric': metric, 'published': pub, 'reproduced': got, 'ratio': None if got is None else got/pub,
+                         'metric': metric, 'published': pub, 'reproduced': got, 'ratio': None if got is None or why else got/pub,
                          'target': out.target, 'provenance': res.provenance if res else 'not reproduced',
-                         'band': res.error_band.get(key, math.nan) if res else math.nan, 'note': note, 'source': pp.source})
+                         'band': res.error_band.get(key, math.nan) if res else math.nan, 'note': why or note, 'source': pp.source})
     return pd.DataFrame(rows)
 
 def excluded_table(out:StudyOutcome) -> pd.DataFrame:
     "What the study left out and why: refused candidates, failed checks, failed points, variants the simulator does not model."
     rows = [{'variant': n, 'why': 'refused', 'reason': r} for n, r in out.refused]
     nm = {out.meta.get(r.variant_hash, {}).get('label', r.variant): r for r in out.results if not r.modelled}
-    rows += [{'variant': lab, 'why': 'not modelled', 'reason': 'the simulator does not model this change: no numbers'
-              + (f' ({r.notes[-1]})' if r.notes else '')} for lab, r in nm.items()]
+    rows += [{'variant': lab, 'why': 'not modelled (no numbers)', 'reason': next((n.removeprefix('not modelled: ') for n in r.notes
+              if n.startswith('not modelled: ')), 'the simulator does not model this change')} for lab, r in nm.items()]
     rows += [{'variant': v.variant, 'why': 'check failed', 'reason': v.reason} for v in out.verdicts if v.status == 'failed']
     rows += [{'variant': f'{n}@c{c}', 'why': 'run failed', 'reason': r} for n, c, r in out.failed]
     return pd.DataFrame(rows, columns=['variant', 'why', 'reason'])
@@ -562,12 +563,12 @@ def study_charts(out:StudyOutcome, recipe:Recipe, folder) -> dict:
     if out.run_id: tracking.log_files(tracking.client(out.tracking_uri), out.run_id, paths, 'charts')
     return charts
 
-# %% ../nbs/32_study.ipynb #693d47e2
+# %% ../nbs/32_study.ipynb #7ad342f2
 def summary_text(out:StudyOutcome, recipe:Recipe, pvr:pd.DataFrame|None=None, best:pd.DataFrame|None=None) -> str:
     "Plain-text summary of a study: published vs reproduced, best per group, exclusions, where to look."
     pvr = published_vs_reproduced(out, recipe) if pvr is None else pvr
     best = best_per_group(out) if best is None else best
-    fmt = lambda df, cols: report.rounded(df[[c for c in cols if c in df.columns]], drop=()).to_string(index=False) if len(df) else '(none)'
+    fmt = lambda df, cols: report.text_table(df[[c for c in cols if c in df.columns]], drop=())
     ui = layout.ui_base(out.tracking_uri or tracking.tracking_uri())
     lines = [f'{recipe.display_name} study {out.study} on target {out.target}: {out.ran} points run, {out.reused} reused, '
              f'{len(out.failed)} failed, {len(out.refused)} candidates refused.',

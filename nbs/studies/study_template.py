@@ -19,7 +19,7 @@
 model: str = '{{model}}'  # recipe id, a folder under recipes/
 target: str = 'sim'  # where to run: sim (calibrated B200 simulation, CPU), local (Dynamo frontend + workers on this machine), k8s (cluster)
 topology: str = ''  # topology to reproduce (empty: the recipe default)
-groups: list = ['parallelism', 'routing', 'cache', 'speculative', 'kernels', 'topology']  # setting groups to sweep
+groups: list = ['parallelism', 'routing', 'cache', 'speculative', 'kernels', 'topology']  # setting groups to sweep ([]: none, only the recipe and its baselines)
 custom: dict = {}  # candidates replacing the defaults of a group, e.g. cache: list of changes
 overrides: dict = {}  # per group, a written reason that allows a pinned setting to change
 concurrencies: list = []  # concurrencies per variant (empty: the recipe benchmark of each topology)

@@ -7,6 +7,10 @@ set -euo pipefail
 BIN=${WORKBENCH_K8S_BIN:-/var/cache/workbench-k8s/bin}
 W=${WORKBENCH_K8S_BUILD:-/var/cache/workbench-k8s/build}
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+# One build at a time: a second caller (another test run on this machine) waits for the lock, then finds the binaries.
+mkdir -p "$(dirname "$BIN")"
+exec 9>"$(dirname "$BIN")/.build.lock"
+if ! flock -n 9; then echo "k8s harness: another build holds $(dirname "$BIN")/.build.lock; waiting for it"; flock 9; fi
 need_pkgs() { for c in etcd openssl curl; do command -v "$c" >/dev/null || return 0; done; return 1; }
 if [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kube-controller-manager" ] && ! need_pkgs; then
   echo "k8s harness: binaries present in $BIN (skip build)"; exit 0

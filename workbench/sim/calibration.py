@@ -47,7 +47,7 @@ class FitPoint(BaseModel):
             raise WorkbenchError(f'fit point {self.label} has no concurrency', 'describe a fit point',
                                  'a published maximum observes output_token_throughput_per_gpu only and names its SLA')
 
-# %% ../../nbs/10e_sim_calibration.ipynb #e6e09a74
+# %% ../../nbs/10e_sim_calibration.ipynb #cc0f7a65
 N_GLOBAL, PRIOR_SD, SHARED_SD, OBS_SD = 5, 0.25, 0.3, 0.1
 STEPS = (0.5, 0.01, 0.5, 0.05, 0.05)      # finite-difference steps of the global parameters (ms, ms, ms, log, log)
 MAX_STEP = (5.0, 0.05, 3.0, 0.5, 0.5)     # the largest move of a global parameter in one iteration (the models' own: 0.5 in log)
@@ -63,7 +63,7 @@ def _held(held_out, model:str, label:str, key:str) -> bool:
     "Whether observation `key` of point `label` of `model` is held out of the fit."
     return f'{model}/{label}' in held_out or f'{model}/{label}/{key}' in held_out
 
-def _residuals(values:dict, points:dict, held_out, x, models, prior_sd:float) -> np.ndarray:
+def _residuals(values:dict, points:dict, held_out, x, *, models, prior_sd:float) -> np.ndarray:
     "Log errors of every fitting observation, then the prior's terms on each model's deviations."
     r = []
     for m in models:
@@ -89,8 +89,8 @@ def _evaluate_all(evaluate:Callable, tasks:list, pool=None) -> list:
     if pool is None or len(tasks) <= 1: return [evaluate(*t) for t in tasks]
     return list(pool.map(evaluate, *zip(*tasks)))
 
-# %% ../../nbs/10e_sim_calibration.ipynb #f1262f74
-def _jacobian(evaluate, points, held_out, x, models, prior_sd, r0, values0, pool, free):
+# %% ../../nbs/10e_sim_calibration.ipynb #40f44b28
+def _jacobian(evaluate, points, held_out, x, *, models, prior_sd, r0, values0, pool, free):
     "Finite-difference Jacobian of the residuals (global columns: every model; a model's columns: that model only; fixed ones zero)."
     cols, tasks = [], []
     for i in range(len(x)):
@@ -103,7 +103,7 @@ def _jacobian(evaluate, points, held_out, x, models, prior_sd, r0, values0, pool
     for i, h, xi, own in cols:
         vals = dict(values0)
         for m in own: vals[m] = out[k]; k += 1
-        J[:, i] = (_residuals(vals, points, held_out, xi, models, prior_sd) - r0)/h
+        J[:, i] = (_residuals(vals, points, held_out, xi, models=models, prior_sd=prior_sd) - r0)/h
     return J
 
 def fit(evaluate:Callable, points:dict[str, list[FitPoint]], *, held_out=(), prior_sd:float=PRIOR_SD, start=None, maxit:int=12,
@@ -112,10 +112,12 @@ def fit(evaluate:Callable, points:dict[str, list[FitPoint]], *, held_out=(), pri
     physics at these values and fit the factors only; `jacobian`: a starting Jacobian (a warm start's; `refresh=False` keeps it, with
     Broyden's updates, and damps a failed step instead of computing a new one); `progress(text)` hears each step."""
     if workers > 1:
-        with ProcessPoolExecutor(workers) as pool: return _fit(evaluate, points, held_out, prior_sd, start, maxit, tol, pool, physics, jacobian, progress, refresh)
-    return _fit(evaluate, points, held_out, prior_sd, start, maxit, tol, None, physics, jacobian, progress, refresh)
+        with ProcessPoolExecutor(workers) as pool: return _fit(evaluate, points, held_out, prior_sd, start=start, maxit=maxit, tol=tol, pool=pool, physics=physics,
+                                                               J0=jacobian, progress=progress, refresh=refresh)
+    return _fit(evaluate, points, held_out, prior_sd, start=start, maxit=maxit, tol=tol, pool=None, physics=physics, J0=jacobian,
+                progress=progress, refresh=refresh)
 
-def _fit(evaluate, points, held_out, prior_sd, start, maxit, tol, pool, physics=None, J0=None, progress=None, refresh=True):
+def _fit(evaluate, points, held_out, prior_sd, *, start, maxit, tol, pool, physics=None, J0=None, progress=None, refresh=True):
     """The Levenberg-Marquardt loop of `fit`, evaluating in `pool` (None: this process): a Jacobian computed once (or given), then
     Broyden's updates after each accepted step; a fresh one only when a step fails on a stale one."""
     models = sorted(points)
@@ -123,16 +125,16 @@ def _fit(evaluate, points, held_out, prior_sd, start, maxit, tol, pool, physics=
     free = np.ones(len(x), bool)
     if physics is not None: x[:3], free[:3] = [physics.step_ms, physics.layer_comm_ms, physics.draft_ms], False
     run = lambda x: dict(zip(models, _evaluate_all(evaluate, [(m, points[m], _pricing(x, models, m)) for m in models], pool)))
-    values = run(x); r = _residuals(values, points, held_out, x, models, prior_sd)
+    values = run(x); r = _residuals(values, points, held_out, x, models=models, prior_sd=prior_sd)
     if len(r) == 2 + 2*len(models): raise WorkbenchError('no observation is left to fit', 'fit the simulator', 'hold out fewer points')
     lam, it, J = 1e-2, 0, (None if J0 is None or J0.shape != (len(r), len(x)) else J0)
     fresh = J is not None and not refresh
     for it in range(1, maxit + 1):
-        if J is None: J, fresh = _jacobian(evaluate, points, held_out, x, models, prior_sd, r, values, pool, free), True
+        if J is None: J, fresh = _jacobian(evaluate, points, held_out, x, models=models, prior_sd=prior_sd, r0=r, values0=values, pool=pool, free=free), True
         A = J.T @ J; dx = -np.linalg.solve(A + lam*np.diag(np.diag(A) + 1e-9), J.T @ r)*free
         lim = np.array(MAX_STEP + (0.5,)*(len(x) - N_GLOBAL))
         x1 = x + np.clip(dx, -lim, lim); x1[:3] = np.maximum(x1[:3], 0.0)
-        v1 = run(x1); r1 = _residuals(v1, points, held_out, x1, models, prior_sd)
+        v1 = run(x1); r1 = _residuals(v1, points, held_out, x1, models=models, prior_sd=prior_sd)
         if progress: progress(f'iteration {it}: loss {r @ r:.4f} -> {r1 @ r1:.4f} (lambda {lam:g}) at step {x1[0]:.2f} ms, layer '
                               f'{1000*x1[1]:.0f} us, draft {x1[2]:.2f} ms, shared factors {math.exp(x1[3]):.2f}/{math.exp(x1[4]):.2f}')
         if r1 @ r1 < r @ r:

@@ -257,7 +257,7 @@ def offload_patch(host_offload_gb:float, kv_bytes_per_token:float, *, d2h_gbps:f
         return {**args, 'engine': e}
     return patch
 
-# %% ../../nbs/10d_sim_engine.ipynb #ebab9a7d
+# %% ../../nbs/10d_sim_engine.ipynb #c35fefd0
 def pool_profile(setup:SimSetup, w:SimWorker, pricing:Pricing|None=None, surcharge_ms:float=0.0) -> Path:
     "The timing profile pool `w` of `setup` runs with (`physics.step_profile`)."
     return step_profile(setup.standin(), role=w.role, tp=w.tp, moe=w.moe, attention_dp=w.dp, drafts=w.spec_tokens, method=w.spec_method,
@@ -266,7 +266,7 @@ def pool_profile(setup:SimSetup, w:SimWorker, pricing:Pricing|None=None, surchar
 def engine_args(setup:SimSetup, w:SimWorker, pricing:Pricing|None=None, surcharge_ms:float=0.0) -> dict:
     "The replay engine's config dict for pool `w` of `setup`."
     s = setup.standin()
-    blocks = w.num_gpu_blocks or timing.num_gpu_blocks(s, w.tp, w.block_size, w.gpu_memory_utilization, w.kv_dtype, dp=w.dp,
+    blocks = w.num_gpu_blocks or timing.num_gpu_blocks(s, w.tp, w.block_size, w.gpu_memory_utilization, kv_dtype=w.kv_dtype, dp=w.dp,
                                                        weights_gb=setup.weights_gb)
     prof = pool_profile(setup, w, pricing, surcharge_ms)
     budget = w.max_num_batched_tokens if w.role != 'decode' else max(w.max_num_batched_tokens, setup.context_length)

@@ -66,7 +66,7 @@ def speculative_grid(z0:dict, k:int, layers:int, method:str='mtp') -> np.ndarray
     verify = np.maximum(at(batch*(k + 1)) - at(batch), 0.0)
     return z0['decode_itl'] + verify + k*DRAFT_LAYERS[method]*at(batch)/max(1, layers)
 
-# %% ../../nbs/10c_sim_physics.ipynb #df4e3a5a
+# %% ../../nbs/10c_sim_physics.ipynb #f248c073
 PHYSICS_FORMAT = 1    # bump when step_profile's construction changes: cached profiles stop matching
 
 def step_profile(standin:timing.Standin, *, role:str, tp:int, moe:tuple[int, int], attention_dp:int=1, drafts:int=0, method:str='mtp',
@@ -74,7 +74,7 @@ def step_profile(standin:timing.Standin, *, role:str, tp:int, moe:tuple[int, int
     "The NPZ timing profile of one pool (role 'agg', 'prefill' or 'decode') priced with `pricing` (step physics and the model's factors)."
     physics, factors = (pricing or Pricing()).physics, (pricing or Pricing()).factors
     ts = timing.timing_standin(standin)
-    base = timing.build_profile(ts, tp, *moe, 0, attention_dp=attention_dp, max_isl=context_length, max_ctx=context_length)
+    base = timing.build_profile(ts, tp, *moe, nextn=0, attention_dp=attention_dp, max_isl=context_length, max_ctx=context_length)
     layers = int(ts.text_config['num_hidden_layers'])
     key = [str(base.name), role, drafts, method if drafts else '', physics.model_dump(), factors.model_dump(), round(surcharge_ms, 9), layers, tp, PHYSICS_FORMAT]
     out = base.with_name(f'{base.stem}-s{content_hash(key, 12)}.npz')

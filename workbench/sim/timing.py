@@ -95,7 +95,7 @@ def kv_bytes_per_token_per_gpu(s:Standin, kv_dtype:str='fp8', tp:int=1) -> float
     k = kv_layout(s)
     return kv_bytes_per_token(s, kv_dtype)/max(1, min(tp, k['kv_heads']))
 
-# %% ../../nbs/10b_sim_timing.ipynb #86085e54
+# %% ../../nbs/10b_sim_timing.ipynb #b8a76a91
 B200_USABLE_GB = 180.0
 
 def kv_capacity_tokens(s:Standin, tp:int, gpu_memory_utilization:float=0.9, kv_dtype:str='fp8', *, dp:int=1,
@@ -112,7 +112,7 @@ def kv_capacity_tokens(s:Standin, tp:int, gpu_memory_utilization:float=0.9, kv_d
                              'estimate KV capacity', 'raise the tensor-parallel size or gpu_memory_utilization')
     return int(free*1e9/kv_bytes_per_token_per_gpu(s, kv_dtype, tp))
 
-def num_gpu_blocks(s:Standin, tp:int, block_size:int, gpu_memory_utilization:float=0.9, kv_dtype:str='fp8', **kw) -> int:
+def num_gpu_blocks(s:Standin, tp:int, block_size:int, gpu_memory_utilization:float=0.9, *, kv_dtype:str='fp8', **kw) -> int:
     "KV blocks of `block_size` tokens per DP rank: the replay engine's `num_gpu_blocks`."
     return kv_capacity_tokens(s, tp, gpu_memory_utilization, kv_dtype, **kw)//block_size
 
@@ -125,7 +125,7 @@ def min_tp_that_fits(s:Standin, gpu_memory_utilization:float=0.9, *, candidates=
     raise WorkbenchError(f'{s.path.parent.name} does not fit on TP {max(candidates)}', 'find the minimum TP',
                          'check checkpoint_gb in meta.json or allow larger TP')
 
-# %% ../../nbs/10b_sim_timing.ipynb #53b9d8e8
+# %% ../../nbs/10b_sim_timing.ipynb #5124bd88
 PROFILE_FORMAT = 2  # bump when build_profile's grid or semantics change: old cache entries stop matching (2: prefill grid to the context length)
 
 @contextlib.contextmanager
@@ -149,21 +149,21 @@ def _interp_extrap(x, xp, fp):
         y[hi] = fp[-1] + (x[hi]-xp[-1])*(fp[-1]-fp[-2])/(xp[-1]-xp[-2])
     return y
 
-def profile_key(s:Standin, tp:int, moe_tp:int, moe_ep:int, nextn:int=0, *, attention_dp:int=1, system:str='b200_sxm',
+def profile_key(s:Standin, tp:int, moe_tp:int, moe_ep:int, *, nextn:int=0, attention_dp:int=1, system:str='b200_sxm',
                 backend:str='vllm', max_batch:int=256, max_isl:int=262144, max_ctx:int=262144) -> dict:
     "Everything a profile depends on (hashed for the cache key)."
     return dict(config=s.config, quant=s.quant, tp=tp, moe_tp=moe_tp, moe_ep=moe_ep, nextn=nextn, attention_dp=attention_dp,
                 system=system, backend=backend, max_batch=max_batch, max_isl=max_isl, max_ctx=max_ctx,
                 aiconfigurator=importlib.metadata.version('aiconfigurator'), format=PROFILE_FORMAT)
 
-def build_profile(standin, tp:int, moe_tp:int, moe_ep:int, nextn:int=0, *, attention_dp:int=1, system:str='b200_sxm',
+def build_profile(standin, tp:int, moe_tp:int, moe_ep:int, *, nextn:int=0, attention_dp:int=1, system:str='b200_sxm',
                   backend:str='vllm', max_batch:int=256, max_isl:int=262144, max_ctx:int=262144, cache_dir=None) -> Path:
     "Path of the `dynamo_profile` NPZ for one worker configuration (built from aiconfigurator, cached by content hash)."
     s = timing_standin(standin if isinstance(standin, Standin) else load_standin(standin))
     if moe_tp*moe_ep != tp*attention_dp:
         raise WorkbenchError(f'moe_tp {moe_tp} x moe_ep {moe_ep} != tp {tp} x attention_dp {attention_dp}', 'build timing profile',
                              'MoE parallelism must cover the same GPUs: with expert parallelism use moe_tp=1, moe_ep=tp')
-    key = profile_key(s, tp, moe_tp, moe_ep, nextn, attention_dp=attention_dp, system=system, backend=backend,
+    key = profile_key(s, tp, moe_tp, moe_ep, nextn=nextn, attention_dp=attention_dp, system=system, backend=backend,
                       max_batch=max_batch, max_isl=max_isl, max_ctx=max_ctx)
     d = Path(cache_dir) if cache_dir else runs_dir()/'cache'/'profiles'
     d.mkdir(parents=True, exist_ok=True)

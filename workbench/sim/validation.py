@@ -41,8 +41,8 @@ def _apply(recipe, changes, topology=None):
     for ch in changes: v = variant(v, ch.group, override='published comparison', **ch.settings)
     return v
 
-# %% ../../nbs/10h_sim_validation.ipynb #7674c362
-def _effect(rec, name:str, groups, published:float, to:tuple, frm:tuple, basis:str, note:str='') -> dict:
+# %% ../../nbs/10h_sim_validation.ipynb #ab08531a
+def _effect(rec, name:str, groups, published:float, *, to:tuple, frm:tuple, basis:str, note:str='') -> dict:
     "One effect row: published and simulated ratio and the error."
     sim = to[0]/frm[0] if to[0] and frm[0] else None
     return dict(model=rec.id, effect=name, groups=sorted(groups), published=published, simulated=sim, to_concurrency=to[1],
@@ -57,26 +57,32 @@ def effect_rows(model:str, full:dict, loo:dict) -> list[dict]:
     recipes = {q.topology: q for q in rec.published if q.label == 'recipe'}
     for b in (q for q in rec.published if q.label == 'baseline' and q.topology in recipes):
         r, pb = recipes[b.topology], pr
+        if b.unmodelled:
+            out.append(_effect(rec, f'baseline -> recipe ({b.topology})', rec.baseline.changes, r.output_tok_s_per_gpu/b.output_tok_s_per_gpu,
+                               to=(None, None), frm=(None, None), basis='not modelled: the published baseline differs in ' + '; '.join(b.unmodelled),
+                               note=b.notes))
+            continue
         out.append(_effect(rec, f'baseline -> recipe ({b.topology})', rec.baseline.changes, r.output_tok_s_per_gpu/b.output_tok_s_per_gpu,
-                           protocol_value(rec, recipe_variant(rec, b.topology), pb, r.concurrency),
-                           protocol_value(rec, baseline(rec, b.topology), pb, b.concurrency),
-                           'under the benchmark protocol; baselines are never fitted'))
+                           to=protocol_value(rec, recipe_variant(rec, b.topology), pb, r.concurrency),
+                           frm=protocol_value(rec, baseline(rec, b.topology), pb, b.concurrency),
+                           basis='under the benchmark protocol; baselines are never fitted'))
     home = recipes.get(rec.default_topology)
     for t, q in recipes.items():
         if t == rec.default_topology or home is None or point_label(q) not in loo: continue
         pt = Pricing.model_validate(loo[point_label(q)])
         out.append(_effect(rec, f'{rec.default_topology} -> {t}', ['topology'], q.output_tok_s_per_gpu/home.output_tok_s_per_gpu,
-                           protocol_value(rec, recipe_variant(rec, t), pt, q.concurrency),
-                           protocol_value(rec, recipe_variant(rec, rec.default_topology), pt, home.concurrency),
-                           f'under the benchmark protocol; the fit held the {t} point out'))
+                           to=protocol_value(rec, recipe_variant(rec, t), pt, q.concurrency),
+                           frm=protocol_value(rec, recipe_variant(rec, rec.default_topology), pt, home.concurrency),
+                           basis=f'under the benchmark protocol; the fit held the {t} point out'))
     for e in rec.published_effects:
         if e.metric != 'output_tok_s_per_gpu': continue
         v = _apply(rec, e.changes, e.topology)
         if why := unmodelled(v):
-            out.append(_effect(rec, e.label, {c.group for c in e.changes}, e.ratio, (None, None), (None, None), 'not modelled: ' + '; '.join(why), e.notes))
+            out.append(_effect(rec, e.label, {c.group for c in e.changes}, e.ratio, to=(None, None), frm=(None, None),
+                               basis='not modelled: ' + '; '.join(why), note=e.notes))
             continue
-        out.append(_effect(rec, e.label, {c.group for c in e.changes}, e.ratio, protocol_value(rec, v, pr),
-                           protocol_value(rec, recipe_variant(rec, e.topology), pr), 'under the benchmark protocol; never fitted', e.notes))
+        out.append(_effect(rec, e.label, {c.group for c in e.changes}, e.ratio, to=protocol_value(rec, v, pr),
+                           frm=protocol_value(rec, recipe_variant(rec, e.topology), pr), basis='under the benchmark protocol; never fitted', note=e.notes))
     return out
 
 def reuse_rows(model:str, full:dict) -> list[dict]:
@@ -91,8 +97,8 @@ def reuse_rows(model:str, full:dict) -> list[dict]:
                         concurrency=r.concurrency, note=e.notes))
     return out
 
-# %% ../../nbs/10h_sim_validation.ipynb #8e12b45c
-def _row(kind:str, model:str, point:str, key:str, observed:float, rel:float|None, groups=()) -> dict:
+# %% ../../nbs/10h_sim_validation.ipynb #9f03a7fa
+def _row(kind:str, model:str, point:str, key:str, *, observed:float, rel:float|None, groups=()) -> dict:
     "One held-out prediction."
     return dict(kind=kind, model=model, point=point, quantity=key, band_key=QUANTITIES[key].band, published=observed,
                 predicted=None if rel is None else observed*(1 + rel), error=rel, groups=sorted(groups))
@@ -114,26 +120,26 @@ def held_out_rows(full, *, workers:int=1, progress=print) -> tuple[list[dict], d
     for m, pts in full.points.items():
         for p in pts:
             if p.label.startswith('baseline'):          # never fitted: the full fit predicts it
-                rows += [_row('variant', m, p.label, o.key, o.value, full.residuals[m][p.label].get(o.key), _groups_of(m, p.label)) for o in p.observations]
+                rows += [_row('variant', m, p.label, o.key, observed=o.value, rel=full.residuals[m][p.label].get(o.key), groups=_groups_of(m, p.label)) for o in p.observations]
                 continue
             only = len(p.observations) == 1
             for o in p.observations:
                 t0 = time.time()
                 cal = calibration(held_out=[f'{m}/{p.label}' if only else f'{m}/{p.label}/{o.key}'], start=full, workers=workers, **REFIT)
                 rel = cal.residuals[m][p.label].get(o.key)
-                rows.append(_row('variant' if only else 'fitted', m, p.label, o.key, o.value, rel, _groups_of(m, p.label) if only else ()))
+                rows.append(_row('variant' if only else 'fitted', m, p.label, o.key, observed=o.value, rel=rel, groups=_groups_of(m, p.label) if only else ()))
                 if only: loo[(m, p.label)] = cal.pricing(m).model_dump()
                 progress(f'held out {m} {p.label} {o.key}: ' + (f'{rel:+.1%}' if rel is not None else 'no value') + f' ({time.time() - t0:.0f} s)')
     for m in full.points:
         t0 = time.time()
         cal = calibration(exclude=[m], start=full, workers=workers, **REFIT)
         for p in full.points[m]:
-            for o in p.observations: rows.append(_row('model', m, p.label, o.key, o.value, cal.residuals[m][p.label].get(o.key)))
+            for o in p.observations: rows.append(_row('model', m, p.label, o.key, observed=o.value, rel=cal.residuals[m][p.label].get(o.key)))
         progress(f'left {m} out: ' + ', '.join(f"{r['point']} {r['quantity']} {r['error']:+.0%}" for r in rows if r['kind'] == 'model' and r['model'] == m
                                                 and r['error'] is not None) + f' ({time.time() - t0:.0f} s)')
     return rows, loo
 
-# %% ../../nbs/10h_sim_validation.ipynb #47fc7b1e
+# %% ../../nbs/10h_sim_validation.ipynb #0ec05ea6
 NOISE_SEEDS, NOISE_REQUESTS = (1, 2, 3), (500, 1805)
 
 def noise_rows(model:str, pricing:dict) -> list[dict]:
@@ -153,7 +159,7 @@ def noise_rows(model:str, pricing:dict) -> list[dict]:
                             prefix_cache_hit_rate=r.prefix_cache_hit_rate))
     return out
 
-def determinism(model:str='motif-3', topology:str='disagg-3p1d', concurrency:int=16, runs:int=6, pricing:dict|None=None) -> dict[str, float]:
+def determinism(model:str='motif-3', topology:str='disagg-3p1d', concurrency:int=16, runs:int=6, *, pricing:dict|None=None) -> dict[str, float]:
     """How far the same point at the same seed moves between runs, per band key (largest relative deviation from the mean): the engine's
     KV-router tie-breaking (`nbs/10d_sim_engine`), measured where it bites most (KV routing over three prefill workers)."""
     from workbench.variants import recipe_variant
@@ -266,7 +272,7 @@ def validate(models=None, *, write:bool=False, noise:bool=True, workers:int=2, p
         p = validation_path(); tmp = unique_tmp(p); tmp.write_text(json.dumps(doc, indent=1, default=float)); tmp.replace(p)
     return doc
 
-# %% ../../nbs/10h_sim_validation.ipynb #9438d9ef
+# %% ../../nbs/10h_sim_validation.ipynb #d4bfcb2d
 def _pct(x) -> str:
     "A relative error as '+12%' ('' for None)."
     return '' if x is None or (isinstance(x, float) and math.isnan(x)) else f'{100*x:+.0f}%'
@@ -294,8 +300,10 @@ def effects_table(doc:dict) -> pd.DataFrame:
     "Published vs simulated effects, under each benchmark's protocol."
     df = pd.DataFrame(doc['effects'])
     if not len(df): return df
-    return df.assign(groups=df.groups.map(', '.join), error=df.error.map(_pct), published=df.published.round(2),
-                     simulated=df.simulated.astype(float).round(2))[['model', 'effect', 'groups', 'published', 'simulated', 'error']]
+    sim = [f'{x:.2f}' if x == x and x is not None else ('not modelled' if b.startswith('not modelled') else 'no point passes the SLA')
+           for x, b in zip(df.simulated.astype(float), df.basis)]
+    return df.assign(groups=df.groups.map(', '.join), error=df.error.map(_pct), published=df.published.map(lambda x: f'{x:.2f}'),
+                     simulated=sim)[['model', 'effect', 'groups', 'published', 'simulated', 'error']]
 
 def bands_table(doc:dict) -> pd.DataFrame:
     "The bands (80% prediction intervals) per band key: a fitted configuration, a model left out, each group's effect; and the seed noise."

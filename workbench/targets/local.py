@@ -463,7 +463,7 @@ def fixture_profile(path, prefill_ms:float=3.0, prefill_ms_per_token:float=0.04,
              decode_active_kv_tokens=kv, decode_context_length=ctx, decode_itl=itl)
     return path
 
-# %% ../../nbs/14_local.ipynb #b5c68e21
+# %% ../../nbs/14_local.ipynb #590d54bf
 class LocalTarget(BaseTarget):
     "Run a `Variant` as a live local graph (mocker workers with the sim target's timing), measured by AIPerf."
     name, engine = 'local', 'mocker'
@@ -563,7 +563,7 @@ class LocalTarget(BaseTarget):
                     [r] = run_points(g, spec.at(c, request_count=n, warmup_request_count=warm), model=rec.id, variant=variant.name, variant_hash=variant.hash,
                                      smoke=(i == 0), progress=self.progress, tag=f'{variant.name}-', hang_timeout_s=self.hang_timeout_s)
                     pn = notes + ([f'{n} requests (recipe: {b.request_count})'] if n < b.request_count else [])
-                    out.append(r.model_copy(update={'calibration_id': content_hash(f.model_dump(), 12) if f else None, 'notes': r.notes + pn,
+                    out.append(r.model_copy(update={'calibration_id': content_hash(p.model_dump(), 12) if p else None, 'notes': r.notes + pn,
                                                     'extra': {**r.extra, 'group': variant.group,
                                                               'max_num_seqs': {w.role: w.max_num_seqs for w in ws}}}))
         except Exception as e:

@@ -37,7 +37,7 @@ def cached_point(st:SimSetup, c:int, *, pricing:Pricing|None=None, telemetry_ms:
     tmp = unique_tmp(p); tmp.write_text(r.model_dump_json()); tmp.replace(p)
     return r
 
-# %% ../../nbs/12_sim.ipynb #11dbbaf2
+# %% ../../nbs/12_sim.ipynb #f1558f23
 class SimTarget(BaseTarget):
     "The default target: simulate a `Variant` on B200 with the calibrated DynoSim replay."
     name, engine = 'sim', 'replay'
@@ -72,7 +72,7 @@ class SimTarget(BaseTarget):
     def _not_modelled(self, v, c:int, why:list[str]) -> BenchResult:
         return BenchResult(model=v.recipe.id, variant=v.name, variant_hash=v.hash, topology=v.topology_name, target='sim', engine='replay',
                            concurrency=c, total_gpus=v.total_gpus, metrics={}, modelled=False, extra={'group': v.group},
-                           notes=['not modelled: no number (' + '; '.join(why) + ')'])
+                           notes=['not modelled: ' + '; '.join(why)])
 
     def point(self, v, c:int, *, telemetry_ms:float|None=1000.0) -> BenchResult:
         "One simulated point of `v` at concurrency `c`, with its band (no number when `v` changes what the sim does not model)."
