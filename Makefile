@@ -9,7 +9,7 @@ UV := $(VENV)/bin/uv
 endif
 PYTEST_ARGS ?=
 
-.PHONY: venv venv-vllm demo test test-fast lint-nbs server server-stop
+.PHONY: venv venv-vllm demo test test-fast lint-nbs server server-stop lab
 
 $(VENV)/.installed: settings.ini setup.py
 	@command -v uv >/dev/null 2>&1 || { python3 -m venv $(VENV) && $(VENV)/bin/pip install -q uv; }
@@ -48,6 +48,11 @@ test: venv  ## every notebook (slow and cluster cells included), the study noteb
 
 test-fast: venv  ## the quick subset: notebook cells without flags
 	NBDEV_TEST_FLAGS= $(VENV)/bin/pytest -q -n 2 tests/test_notebooks.py $(PYTEST_ARGS)
+
+LAB_PORT ?= 8888
+LAB_ARGS ?=
+lab: venv  ## JupyterLab on 127.0.0.1:$(LAB_PORT) over nbs/, opening the Motif 3 study notebook (as any user: --allow-root when root)
+	cd nbs && ../$(VENV)/bin/jupyter lab --ip 127.0.0.1 --port $(LAB_PORT) --no-browser $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(LAB_ARGS) studies/motif_3.ipynb
 
 server: venv  ## start the team's MLflow tracking server (PostgreSQL, served artifacts, basic auth) over runs/server
 	tools/install_postgresql.sh >/dev/null

@@ -149,6 +149,42 @@ def test_notebook_in_jupyterlab(demo, lab):
         p.screenshot(SHOTS/'jupyterlab_tables.png')
 
 
+def test_make_lab_opens_clean(tmp_path):
+    "`make lab` starts JupyterLab as this user (root included) and the study notebook opens without the unsaved-changes mark."
+    port, token = free_port(), secrets.token_hex(16)
+    log = open(tmp_path/'lab.log', 'w')
+    env = {**os.environ, 'JUPYTER_RUNTIME_DIR': str(tmp_path/'runtime'), 'JUPYTER_CONFIG_DIR': str(tmp_path/'config')}
+    before = (ROOT/'nbs'/'studies'/'motif_3.ipynb').read_bytes()
+    proc = subprocess.Popen(['make', '-s', 'lab', f'LAB_PORT={port}', f'LAB_ARGS=--IdentityProvider.token={token} --ServerApp.port_retries=0'],
+                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    base = f'http://127.0.0.1:{port}'
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f'{base}/api/status?token={token}', timeout=2): break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline: raise AssertionError((tmp_path/'lab.log').read_text()[-2000:])
+                time.sleep(0.5)
+        with Page(1400, 900) as p:
+            p.goto(f'{base}/lab/tree/studies/motif_3.ipynb?token={token}')
+            p.wait("document.querySelectorAll('.jp-Notebook .jp-Cell').length > 10", 120, 'the study notebook')
+            p.wait("[...document.querySelectorAll('.jp-Notebook-ExecutionIndicator, .jp-KernelStatus')].some(e => /Idle/i.test("
+                   "e.getAttribute('title') || e.textContent || '')) || !!document.querySelector('[data-status=\"idle\"]')", 90, 'the kernel')
+            time.sleep(3)
+            dirty = p.eval("document.querySelectorAll('.jp-mod-dirty').length")
+            p.screenshot(SHOTS/'make_lab.png')
+            assert dirty == 0, 'the study notebook opens with unsaved changes'
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try: proc.wait(15)
+            except subprocess.TimeoutExpired: os.killpg(proc.pid, signal.SIGKILL); proc.wait(5)
+        except ProcessLookupError: pass
+        log.close()
+    assert (ROOT/'nbs'/'studies'/'motif_3.ipynb').read_bytes() == before                    # opened, never written
+
+
 def test_report_offline(demo):
     "The HTML report opens with the network off: every chart loads (embedded), nothing is fetched, every point links to its run."
     _, folder, _ = demo

@@ -57,7 +57,7 @@ class BatchSpec(BaseModel):
         if not re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,60}', v): raise ValueError('use letters, digits, dots, dashes and underscores (at most 61)')
         return v
 
-# %% ../nbs/36_batch.ipynb #5ab477d3
+# %% ../nbs/36_batch.ipynb #7a20e3f4
 def load_batch(path) -> BatchSpec:
     "Read and check a batch file; a WorkbenchError names what is wrong."
     path, op = Path(path), 'read the batch file'
@@ -68,7 +68,7 @@ def load_batch(path) -> BatchSpec:
     try: spec = BatchSpec.model_validate(raw)
     except ValidationError as e:
         err = e.errors()[0]
-        raise WorkbenchError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}", op, 'see the batch file format in README.md (Batches in CI)') from None
+        raise WorkbenchError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}", op, 'see the batch file format in docs/reference.md (Batches in CI)') from None
     names = [s.entry for s in spec.studies]
     if dup := sorted({n for n in names if names.count(n) > 1}): raise WorkbenchError(f'{path}: study entries {dup} appear twice', op, 'give each a distinct name:')
     for s in spec.studies:

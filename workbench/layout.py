@@ -10,8 +10,8 @@ from .results import BenchResult, SLA, sla_verdict, user_tok_s
 from .recipes import load_traces
 
 # %% auto #0
-__all__ = ['ROLE_PARAMS', 'CORE_METRICS', 'BAND_METRICS', 'VIEW_METRICS', 'VIEW_PARAMS', 'VIEW_TAGS', 'label', 'run_name',
-           'changed_params', 'point_params', 'all_metrics', 'core_metrics', 'band_text', 'workload_source',
+__all__ = ['ROLE_PARAMS', 'CORE_METRICS', 'BAND_METRICS', 'VIEW_METRICS', 'VIEW_PARAMS', 'VIEW_TAGS', 'CLASSIC', 'label',
+           'run_name', 'changed_params', 'point_params', 'all_metrics', 'core_metrics', 'band_text', 'workload_source',
            'workload_dataset', 'study_view_state', 'view_key', 'ui_base', 'run_url', 'view_url']
 
 # %% ../nbs/29_layout.ipynb #ddfad310
@@ -145,15 +145,17 @@ def view_key(study:str) -> str:
     "The share key of a study's view (the study id: readable in the URL)."
     return study
 
-# %% ../nbs/29_layout.ipynb #4bcba2bf
+# %% ../nbs/29_layout.ipynb #90178b54
 def ui_base(uri:str, port:int=5000) -> str:
     "The MLflow UI serving store `uri`: the server itself for http(s) stores, else `workbench ui` on `port`."
     return uri.rstrip('/') if uri.startswith(('http://', 'https://')) else f'http://127.0.0.1:{port}'
 
+CLASSIC = 'workflowType=machine_learning'   # MLflow 3's UI opens on its GenAI pages unless a link asks for the model-training ones
+
 def run_url(base:str, experiment_id:str, run_id:str) -> str:
     "The UI page of one run."
-    return f'{base}/#/experiments/{experiment_id}/runs/{run_id}'
+    return f'{base}/#/experiments/{experiment_id}/runs/{run_id}?{CLASSIC}'
 
 def view_url(base:str, experiment_id:str, study:str) -> str:
     "The UI page of a study's runs table (its saved view)."
-    return f'{base}/#/experiments/{experiment_id}/runs?viewStateShareKey={view_key(study)}'
+    return f'{base}/#/experiments/{experiment_id}/runs?{CLASSIC}&viewStateShareKey={view_key(study)}'

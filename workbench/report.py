@@ -106,7 +106,7 @@ def published_table(df:pd.DataFrame, metric:str='output_tok_s_per_gpu') -> pd.Da
     t['ratio'] = t.reproduced/t.published
     return t[[*on, 'label', 'target', 'published', 'reproduced', 'ratio', 'provenance', 'band']].reset_index(drop=True)
 
-# %% ../nbs/31_report.ipynb #00d33820
+# %% ../nbs/31_report.ipynb #b47d64e0
 HIDDEN = ('model', 'variant_hash', 'engine', 'total_gpus', 'base', 'modelled')
 
 def _fmt_for(col:str):
@@ -136,23 +136,26 @@ def table(df:pd.DataFrame, *, drop=HIDDEN):
 
 TERMINAL_WIDTH = 120
 
-def _fit_widths(w:dict, width:int, floor:int=14) -> dict:
+def _fit_widths(w:dict, width:int, floor:int=6, keep=()) -> dict:
     """Column widths summing (with two-space gaps) to at most `width`: the widest columns give way together, down to one common cap
-    (water-filling), none below `floor`; narrow columns keep their width."""
-    gaps = 2*(len(w) - 1)
-    if sum(w.values()) + gaps <= width: return dict(w)
-    cap = next((c for c in range(max(w.values()), floor - 1, -1) if sum(min(v, c) for v in w.values()) + gaps <= width), floor)
-    return {c: min(v, cap) for c, v in w.items()}
+    (water-filling), none below `floor`; narrow columns, and the `keep` ones (ids), keep their width."""
+    room = width - 2*(len(w) - 1) - sum(v for c, v in w.items() if c in keep)
+    free = {c: v for c, v in w.items() if c not in keep}
+    if not free or sum(free.values()) <= room: return dict(w)
+    cap = next((c for c in range(max(free.values()), floor - 1, -1) if sum(min(v, c) for v in free.values()) <= room), floor)
+    return {c: v if c in keep else min(v, cap) for c, v in w.items()}
 
-def text_table(df:pd.DataFrame, *, drop=HIDDEN, width:int=TERMINAL_WIDTH) -> str:
+def text_table(df:pd.DataFrame, *, drop=HIDDEN, width:int=TERMINAL_WIDTH, headers:dict|None=None, keep=('run_id',)) -> str:
     """`df` rounded (`rounded`) as plain text within `width` columns: the widest text columns wrap onto continuation lines
-    (numbers right-aligned, text left-aligned); the full table belongs in the report and CSV."""
+    (numbers right-aligned, text left-aligned); `keep` columns (ids a user copies) never wrap; `headers` shows some columns under
+    shorter names (formatting still follows the real ones); the full table belongs in the report and CSV."""
     if df.empty: return '(none)'
     t = rounded(df, drop=drop).astype(str)
+    name = {c: (headers or {}).get(c, str(c)) for c in t.columns}
     right = {c: pd.api.types.is_numeric_dtype(df[c]) or t[c].str.fullmatch(r'[-+\u00b1]?[\d.,]*%?x?').all() for c in t.columns}
-    w = _fit_widths({c: max([len(str(c))] + [len(v) for v in t[c]]) for c in t.columns}, width)
+    w = _fit_widths({c: max([len(name[c])] + [len(v) for v in t[c]]) for c in t.columns}, width, keep=[c for c in keep if c in t.columns])
     cell = lambda c, v: v.rjust(w[c]) if right[c] else v.ljust(w[c])
-    lines = ['  '.join(cell(c, str(c)[:w[c]]) for c in t.columns).rstrip()]
+    lines = ['  '.join(cell(c, name[c][:w[c]]) for c in t.columns).rstrip()]
     for _, row in t.iterrows():
         parts = {c: textwrap.wrap(row[c], w[c], break_on_hyphens=False) or [''] for c in t.columns}
         for i in range(max(map(len, parts.values()))):

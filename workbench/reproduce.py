@@ -211,16 +211,17 @@ def point_bundle(v:Variant, r:BenchResult, target, *, request_count:int|None=Non
     b['commands'] = commands(b)
     return b
 
-# %% ../nbs/25_reproduce.ipynb #4b66ae0f
+# %% ../nbs/25_reproduce.ipynb #a84597b2
 def _rerun_sim(b:dict, v:Variant) -> BenchResult:
     "The simulated point of bundle `b`, from its stored setup and prices (a bundle from before the step physics: its factors alone)."
     from workbench.sim.engine import SimSetup
     from workbench.sim.physics import Pricing, Factors
     from workbench.targets.sim import SimTarget, cached_point
+    from workbench.sim.engine import TELEMETRY_MS
     h = b['run']
     if not h.get('setup'): return SimTarget(progress=False).point(v, b['concurrency'])        # not modelled: no number, as before
     p = Pricing.model_validate(h['pricing']) if h.get('pricing') else Pricing(factors=Factors(**h['factors'])) if h.get('factors') else None
-    r = cached_point(SimSetup.model_validate(h['setup']), b['concurrency'], pricing=p, telemetry_ms=1000.0)
+    r = cached_point(SimSetup.model_validate(h['setup']), b['concurrency'], pricing=p, telemetry_ms=TELEMETRY_MS)
     return r.model_copy(update={'model': v.recipe.id, 'topology': v.topology_name, 'variant': v.name, 'variant_hash': v.hash})
 
 def _rerun_local(b:dict, v:Variant) -> BenchResult:

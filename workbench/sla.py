@@ -10,7 +10,7 @@ from .core import WorkbenchError
 from .results import BenchResult, SLA, sla_verdict
 
 # %% auto #0
-__all__ = ['sla_margin', 'SLAMax', 'sla_max', 'search_sla_max', 'best_passing']
+__all__ = ['sla_margin', 'SLAMax', 'sla_max', 'best_passing', 'search_sla_max']
 
 # %% ../nbs/06_sla.ipynb #743e4010
 def sla_margin(r:BenchResult, sla:SLA) -> float|None:
@@ -52,7 +52,20 @@ def sla_max(results:list[BenchResult], sla:SLA) -> SLAMax:
         return SLAMax(output_tok_s_per_gpu=a.output_tok_s_per_gpu, concurrency=a.concurrency, point=a, limited_by=_limit(b, sla), searched=cs)
     return SLAMax(output_tok_s_per_gpu=t, concurrency=a.concurrency + w*(b.concurrency - a.concurrency), point=a, limited_by=_limit(b, sla), searched=cs)
 
-# %% ../nbs/06_sla.ipynb #aa525946
+# %% ../nbs/06_sla.ipynb #4769fec6
+def best_passing(results:list[BenchResult], sla:SLA) -> SLAMax:
+    "The best tok/s/GPU among the points of `results` that meet `sla` (no interpolation): a maximum the way a recipe reports one."
+    rs = sorted((r for r in results if sla_margin(r, sla) is not None), key=lambda r: r.concurrency)
+    ok = [r for r in rs if sla_margin(r, sla) > 0]
+    cs = [r.concurrency for r in results]
+    if not ok: return SLAMax(output_tok_s_per_gpu=None, concurrency=None, point=None, searched=cs,
+                             limited_by=f'no point meets the SLA ({_limit(rs[0], sla) if rs else "no results"})')
+    a = max(ok, key=lambda r: r.output_tok_s_per_gpu)
+    b = next((r for r in rs if r.concurrency > a.concurrency and sla_margin(r, sla) <= 0), None)
+    return SLAMax(output_tok_s_per_gpu=a.output_tok_s_per_gpu, concurrency=a.concurrency, point=a, searched=cs,
+                  limited_by=_limit(b, sla) if b else 'highest concurrency run')
+
+# %% ../nbs/06_sla.ipynb #7da57130
 def search_sla_max(run_at:Callable[[int], BenchResult], sla:SLA, *, hint:int|None=None, hi:int=512) -> SLAMax:
     "SLA-constrained maximum of one configuration, searching the concurrency with `run_at(c)` (doubling, then bisection)."
     seen: dict[int, BenchResult] = {}
@@ -80,17 +93,4 @@ def search_sla_max(run_at:Callable[[int], BenchResult], sla:SLA, *, hint:int|Non
         far = [c for c in (int(1.3*br[1]) + 1, int(1.7*br[1]) + 1) if c <= hi]
         again = next((c for c in far if ok(c)), None)
         if again: bracket(again, True)
-    return sla_max(list(seen.values()), sla)
-
-# %% ../nbs/06_sla.ipynb #4769fec6
-def best_passing(results:list[BenchResult], sla:SLA) -> SLAMax:
-    "The best tok/s/GPU among the points of `results` that meet `sla` (no interpolation): a maximum the way a recipe reports one."
-    rs = sorted((r for r in results if sla_margin(r, sla) is not None), key=lambda r: r.concurrency)
-    ok = [r for r in rs if sla_margin(r, sla) > 0]
-    cs = [r.concurrency for r in results]
-    if not ok: return SLAMax(output_tok_s_per_gpu=None, concurrency=None, point=None, searched=cs,
-                             limited_by=f'no point meets the SLA ({_limit(rs[0], sla) if rs else "no results"})')
-    a = max(ok, key=lambda r: r.output_tok_s_per_gpu)
-    b = next((r for r in rs if r.concurrency > a.concurrency and sla_margin(r, sla) <= 0), None)
-    return SLAMax(output_tok_s_per_gpu=a.output_tok_s_per_gpu, concurrency=a.concurrency, point=a, searched=cs,
-                  limited_by=_limit(b, sla) if b else 'highest concurrency run')
+    return best_passing(list(seen.values()), sla)

@@ -196,16 +196,17 @@ def _artifact_names(c, run_id:str, path:str|None=None) -> list[str]:
         out += _artifact_names(c, run_id, f.path) if f.is_dir else [f.path]
     return sorted(out)
 
-# %% ../nbs/30_tracking.ipynb #c7c92dcf
+# %% ../nbs/30_tracking.ipynb #655d8a6b
 def log_notebook(study:StudyRun, path):
     "Upload the executed notebook at `path` to the study's parent run under `notebook/`."
     log_files(study.client, study.run_id, [path], 'notebook')
 
 def log_calibration(c, run_id:str, provenance:dict, name:str='calibration'):
-    "Store a calibration's `provenance` on `run_id`: `<name>.json` plus scalar fields as `<name>.*` tags."
+    """Store what a study's numbers rest on: the whole `provenance` as one artifact, `calibration/<name>.json`; only its top-level
+    scalar fields (source, engine, ...) become `<name>.*` tags, so the parent run's tags stay a short summary."""
     _retry(c.log_dict, run_id, provenance, f'calibration/{name}.json')
-    scal = {f'{name}.{k}': v for k, v in flatten(provenance).items() if len(v) <= 250}
-    log_batch(c, run_id, tags=scal)
+    scal = {f'{name}.{k}': str(v) for k, v in provenance.items() if isinstance(v, (str, int, float, bool)) and len(str(v)) <= 250}
+    log_batch(c, run_id, tags={**scal, f'{name}.artifact': f'calibration/{name}.json'})
 
 # %% ../nbs/30_tracking.ipynb #6509fc87
 def _slug(x) -> str:

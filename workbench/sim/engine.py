@@ -16,10 +16,10 @@ from .physics import Factors, Pricing, step_profile
 from .workload import SessionModel, session_stream
 
 # %% auto #0
-__all__ = ['ROUTERS', 'PILOT_PER_WORKER', 'PILOT_FORMAT', 'accept_rates', 'position_rates', 'implied_length', 'SimWorker',
-           'SimWorkload', 'over_context', 'workload_trace', 'SimSetup', 'host_blocks', 'offload_patch', 'pool_profile',
-           'engine_args', 'replay_signals', 'measured_records', 'report_metrics', 'reuse_share', 'result_from_report',
-           'replay', 'prefill_surcharge', 'measured_count', 'simulate']
+__all__ = ['ROUTERS', 'TELEMETRY_MS', 'PILOT_PER_WORKER', 'PILOT_FORMAT', 'accept_rates', 'position_rates', 'implied_length',
+           'SimWorker', 'SimWorkload', 'over_context', 'workload_trace', 'SimSetup', 'host_blocks', 'offload_patch',
+           'pool_profile', 'engine_args', 'replay_signals', 'measured_records', 'report_metrics', 'reuse_share',
+           'result_from_report', 'replay', 'prefill_surcharge', 'measured_count', 'simulate']
 
 # %% ../../nbs/10d_sim_engine.ipynb #7998cf28
 def accept_rates(acceptance_length:float, k:int) -> list[float]:
@@ -285,7 +285,7 @@ def engine_args(setup:SimSetup, w:SimWorker, pricing:Pricing|None=None, surcharg
                              h2d_gbps=w.host_h2d_gbps)(w.role, args)
     return args
 
-# %% ../../nbs/10d_sim_engine.ipynb #ded60ae1
+# %% ../../nbs/10d_sim_engine.ipynb #2bab86fb
 def _pct(xs, q):
     "Percentile `q` of `xs` (None when empty)."
     xs = [x for x in xs if x is not None]
@@ -297,22 +297,19 @@ def _mean(xs):
     return float(np.mean(xs)) if xs else None
 
 def _telemetry_signals(samples:list[dict]) -> dict:
-    "Queue, running requests, KV usage and preemptions from replay telemetry samples (per pool)."
+    "Queue, running requests, KV usage and preemptions from replay telemetry samples (per pool), in plain Python (small lists: numpy costs more)."
     out = {}
     for pool in ('prefill', 'decode'):
-        rows = [s.get(f'{pool}_scheduler_metrics') or [] for s in samples if s.get('kind') == 'periodic']
-        rows = [r for r in rows if r]
+        rows = [r for r in (s.get(f'{pool}_scheduler_metrics') for s in samples if s.get('kind') == 'periodic') if r]
         if not rows: continue
         key = 'agg' if pool == 'decode' and not any(s.get('prefill_scheduler_metrics') for s in samples) else pool
         waiting = [sum(w['waiting_requests'] for w in r) for r in rows]
-        running = [np.mean([w['running_requests'] for w in r]) for r in rows]
-        usage = [np.mean([w['active_cache_usage'] for w in r]) for r in rows]
-        out.update({f'{key}_waiting_mean': float(np.mean(waiting)), f'{key}_waiting_max': float(max(waiting)),
-                    f'{key}_running_per_worker_mean': float(np.mean(running)), f'{key}_running_per_worker_max': float(max(running)),
-                    f'{key}_kv_usage_mean': float(np.mean(usage)), f'{key}_kv_usage_max': float(max(usage)),
-                    f'{key}_workers': len(rows[-1])})
-        pre = sum((s.get(f'{pool}_interval_metrics') or {}).get('preemptions', 0) for s in samples)
-        out[f'{key}_preemptions'] = int(pre)
+        running = [sum(w['running_requests'] for w in r)/len(r) for r in rows]
+        usage = [sum(w['active_cache_usage'] for w in r)/len(r) for r in rows]
+        out.update({f'{key}_waiting_mean': sum(waiting)/len(waiting), f'{key}_waiting_max': float(max(waiting)),
+                    f'{key}_running_per_worker_mean': sum(running)/len(running), f'{key}_running_per_worker_max': float(max(running)),
+                    f'{key}_kv_usage_mean': sum(usage)/len(usage), f'{key}_kv_usage_max': float(max(usage)), f'{key}_workers': len(rows[-1])})
+        out[f'{key}_preemptions'] = int(sum((s.get(f'{pool}_interval_metrics') or {}).get('preemptions', 0) for s in samples))
     return out
 
 def replay_signals(report) -> dict:
@@ -384,8 +381,9 @@ def result_from_report(report, *, model:str, variant:str, concurrency:int, total
                        notes=list(notes or []) + ['simulated: DynoSim replay'],
                        extra={'replay_signals': replay_signals(report), 'gpu_hours': report.summary.get('gpu_hours')})
 
-# %% ../../nbs/10d_sim_engine.ipynb #8945f771
+# %% ../../nbs/10d_sim_engine.ipynb #0981d379
 ROUTERS = {'round-robin': 'round_robin', 'kv': 'kv_router', 'random': 'kv_router'}
+TELEMETRY_MS = 5000.0  # the replay's telemetry sample interval: queue, batch and KV means for the diagnosis (1 s samples cost a third of a replay)
 PILOT_PER_WORKER = 8   # concurrent requests per prefilling worker in the pilot replay that measures prompts and prefix hits
 PILOT_FORMAT = 2       # bump when the pilot or the surcharge changes: cached surcharges stop matching
 
@@ -411,7 +409,7 @@ def _run_engine(setup:SimSetup, kw:dict, replay_kw:dict):
                              'check the worker settings named in the message (an unknown field lists the allowed ones)') from None
 
 def replay(setup:SimSetup, concurrency:int, *, pricing:Pricing|None=None, surcharge:dict|str|None='auto', patch=None,
-           telemetry_ms:float|None=1000.0, **replay_kw):
+           telemetry_ms:float|None=TELEMETRY_MS, **replay_kw):
     "Run the replay engine on `setup` at `concurrency`: (report with per-request records and telemetry, engine args per role)."
     os.environ.setdefault('DYN_LOG', 'error')
     from dynamo.replay import TelemetryOptions
@@ -442,7 +440,7 @@ def prefill_surcharge(setup:SimSetup) -> dict[str, float]:
     tmp = unique_tmp(path); tmp.write_text(json.dumps(out)); tmp.replace(path)
     return out
 
-# %% ../../nbs/10d_sim_engine.ipynb #f1af17a9
+# %% ../../nbs/10d_sim_engine.ipynb #cffb65d9
 def _notes(setup:SimSetup, eargs:dict, pricing:Pricing|None, dropped:int) -> list[str]:
     "What a simulated point assumed, one note each."
     nts = ['simulated: DynoSim replay with aiconfigurator B200/vLLM timing (stand-in architecture) and the step physics; not a measurement']
@@ -466,7 +464,7 @@ def measured_count(wl:SimWorkload) -> int|None:
     return wl.requests - over_context(wl) if wl.warm else None
 
 def simulate(setup:SimSetup, concurrency:int, *, pricing:Pricing|None=None, variant:str|None=None, variant_hash:str|None=None,
-             notes:list[str]|None=None, patch=None, telemetry_ms:float|None=1000.0, **replay_kw) -> BenchResult:
+             notes:list[str]|None=None, patch=None, telemetry_ms:float|None=TELEMETRY_MS, **replay_kw) -> BenchResult:
     "Replay `setup` at `concurrency` on the DynoSim engine and return a simulated `BenchResult` with its operational signals."
     t0 = time.time()
     sur = prefill_surcharge(setup)
