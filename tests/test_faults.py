@@ -43,15 +43,15 @@ def alive(pid:int) -> bool:
     try: return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0] != 'Z'
     except (OSError, IndexError): return False
 
-def store_points(db:Path) -> list[dict]:
-    "Child runs in the sqlite store: run id, status, workbench tags (read-only, works while a study writes)."
+def store_points(db:Path, kind:str='point') -> list[dict]:
+    "Child runs (or `kind` 'study': parent runs) in the sqlite store: run id, status, workbench tags (read-only, works while a study writes)."
     con = sqlite3.connect(f'file:{db}?mode=ro', uri=True, timeout=30)
     try:
         runs = {r: {'run_id': r, 'status': s} for r, s in con.execute('select run_uuid, status from runs')}
         for rid, k, v in con.execute("select run_uuid, key, value from tags where key like 'workbench.%'"):
             if rid in runs: runs[rid][k.removeprefix('workbench.')] = v
     finally: con.close()
-    return [r for r in runs.values() if r.get('kind') == 'point']
+    return [r for r in runs.values() if r.get('kind') == kind]
 
 def artifacts(uri:str, run_id:str, path:str='logs') -> set[str]:
     from mlflow import MlflowClient
@@ -205,6 +205,10 @@ def test_disk_full_mid_study_cli(tmp_path):
         assert failed and all('No space left on device' in l or 'no space left' in l for l in failed), failed
         bad = [p for p in store_points(db) if p['status'] == 'FAILED']
         assert bad and all('space' in p['failure'].lower() for p in bad), bad
+        done0 = [p for p in store_points(db) if p['status'] == 'FINISHED']
+        tally = [l for l in lines if ' point(s) finished, ' in l]
+        assert tally == [l for l in tally if l.startswith(f'study ') and f': {len(done0)} point(s) finished, {len(bad)} failed, stopped' in l] and tally, (tally, len(done0), len(bad))
+        assert [p['status'] for p in store_points(db, 'study')] == ['FAILED'], store_points(db, 'study')   # the parent is not left RUNNING
         left = [p for p in (disk/'runs').rglob('.*') if re.fullmatch(r'\..+\.\d+(\.[0-9a-f]{8})?(\..*)?', p.name)]
         assert not left, f'temporary files left: {left}'
         for nb in (disk/'runs').glob('*/motif_3.ipynb'): json.loads(nb.read_text())     # no truncated notebook left
@@ -216,6 +220,49 @@ def test_disk_full_mid_study_cli(tmp_path):
         done = [p for p in store_points(db) if p['status'] == 'FINISHED']
         assert {p['point_key']: p['run_id'] for p in done if p['point_key'] in first} == first, 'a finished point was re-run'
         assert len({p['point_key'] for p in done}) == len(done)
+    finally:
+        subprocess.run(['umount', '-l', str(disk)], capture_output=True)
+
+
+@slow
+def test_disk_full_while_the_notebook_is_written(tmp_path):
+    """The runs folder's disk fills up once every point is in the store, while the study writes its charts, report and notebook:
+    one `error:` line naming the full disk, exit 3, a true tally (every point finished, none failed), no truncated notebook or
+    temporary file, and the parent run not left RUNNING."""
+    disk = tmp_path/'disk'; disk.mkdir()
+    r = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=96m', 'tmpfs', str(disk)], capture_output=True, text=True)
+    if r.returncode: pytest.skip(f'cannot mount a tmpfs here: {r.stderr.strip()}')
+    db = tmp_path/'store'/'mlflow.db'
+    env = env_with(WORKBENCH_RUNS=disk/'runs')
+    args = [str(BIN/'workbench'), 'run', 'motif-3', '-p', "groups=[]", '-p', 'concurrencies=[1]', '-p', 'request_count=40',
+            '-p', f'tracking_uri=sqlite:///{db}', '-q']
+    filled = threading.Event()
+    def fill():
+        while not filled.is_set():       # the parent run ends FINISHED once every point is logged: the notebook's last cells follow
+            if db.exists() and [p for p in store_points(db, 'study') if p['status'] != 'RUNNING']: break
+            time.sleep(0.05)
+        with open(disk/'filler', 'wb') as f:
+            try:
+                while True: f.write(b'\0' * 2**20); f.flush()
+            except OSError: pass
+        filled.set()
+    try:
+        t = threading.Thread(target=fill, daemon=True); t.start()
+        rc, out, err = run_cmd(args, env)
+        filled.set(); t.join(10)
+        lines = [l for l in err.splitlines() if l.strip()]
+        if rc == 0: pytest.skip('the study finished writing before the disk filled (timing); nothing to judge')
+        assert rc == 3 and 'Traceback' not in err, f'exit {rc}:\n{err[-4000:]}'
+        errors = [l for l in lines if l.startswith('error: ')]
+        assert len(errors) == 1 and 'no space left' in errors[0].lower() and errors[0].count('Fix:') == 1, lines
+        done = [p for p in store_points(db) if p['status'] == 'FINISHED']
+        assert not [p for p in store_points(db) if p['status'] != 'FINISHED'], store_points(db)
+        tally = [l for l in lines if ' point(s) finished, ' in l]
+        assert tally and all(f': {len(done)} point(s) finished, 0 failed, stopped' in l for l in tally), (tally, len(done))
+        assert 'RUNNING' not in [p['status'] for p in store_points(db, 'study')], store_points(db, 'study')
+        left = [p for p in (disk/'runs').rglob('.*') if re.fullmatch(r'\..+\.\d+(\.[0-9a-f]{8})?(\..*)?', p.name)]
+        assert not left, f'temporary files left: {left}'
+        for nb in (disk/'runs').glob('*/motif_3.ipynb'): json.loads(nb.read_text())     # no truncated notebook left
     finally:
         subprocess.run(['umount', '-l', str(disk)], capture_output=True)
 

@@ -81,3 +81,37 @@ def test_study_notebook_search_section(tmp_path):
     assert 'Where the search lands' in outputs and 'skipped: search is False' not in outputs, outputs[-3000:]
     _, parent = _search_run(MlflowClient(uri), 'motif-3')
     assert parent.info.status == 'FINISHED' and parent.data.metrics['search.points'] > 0
+
+def test_two_searches_share_one_study_on_postgresql():
+    """Two `workbench search` processes started at once with `--storage server` (the team server's PostgreSQL, optuna's RDB storage)
+    and one study name work one optuna study together: every trial is in it once, complete, numbered without gaps, and both
+    processes' trials are there."""
+    import optuna, shutil, tempfile
+    from workbench import server
+    from workbench.search import optuna_storage
+    tmp_path = Path(tempfile.mkdtemp(prefix='wb-search-pg-')); tmp_path.chmod(0o755)    # PostgreSQL's account must enter it (pytest's is private)
+    runs = tmp_path/'runs'; runs.mkdir(); runs.chmod(0o755)
+    env = {**os.environ, 'WORKBENCH_RUNS': str(runs)}
+    old = os.environ.get('WORKBENCH_RUNS'); os.environ['WORKBENCH_RUNS'] = str(runs)
+    try:
+        server.start(port=0)
+        try:
+            cmd = [str(WORKBENCH), 'search', 'motif-3', '--gpus', '2', '--budget-s', '25', '--requests', '60', '-q', '--storage', 'server',
+                   '--study-name', 'shared-motif', '--tracking-uri', f"sqlite:///{tmp_path/'mlflow.db'}"]
+            ps = [subprocess.Popen(cmd + ['--seed', str(42 + i)], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                  for i in range(2)]
+            outs = [p.communicate(timeout=900)[0] for p in ps]
+            assert all(p.returncode == 0 for p in ps), [o[-2000:] for o in outs]
+            url, passfile = server.search_storage()
+            st = optuna.load_study(study_name='shared-motif', storage=optuna_storage(('rdb', url, passfile)))
+            trials = st.get_trials(deepcopy=False)
+            assert sorted(t.number for t in trials) == list(range(len(trials))) and len(trials) >= 6, [t.number for t in trials]
+            assert all(t.state == optuna.trial.TrialState.COMPLETE for t in trials), {t.number: t.state for t in trials}   # none lost mid-way
+            assert len({t.user_attrs['worker'] for t in trials}) == 2, {t.user_attrs.get('worker') for t in trials}      # both processes
+            assert any(f'optuna: {len(trials)} trials' in o for o in outs), [o[-1500:] for o in outs]   # the last to finish read all of them
+        finally:
+            server.stop()
+    finally:
+        if old is None: os.environ.pop('WORKBENCH_RUNS', None)
+        else: os.environ['WORKBENCH_RUNS'] = old
+        shutil.rmtree(tmp_path, ignore_errors=True)

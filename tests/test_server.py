@@ -1,12 +1,14 @@
 """The team's tracking server (`workbench server`): a real PostgreSQL and MLflow server (basic auth, served artifacts) on 127.0.0.1.
 
-Four studies, each a separate `workbench run` process started from its own working folder (its own cwd and WORKBENCH_RUNS),
-two as the admin and two as a teammate's account, log to one server at the same time: every parent run, child run and metric must land in PostgreSQL and every artifact in the
+Eight studies, each a separate `workbench run` process started from its own working folder (its own cwd and WORKBENCH_RUNS),
+half as the admin and half as a teammate's account, log to one server at the same time (no 5xx answer in its log): every parent run, child run and metric must land in PostgreSQL and every artifact in the
 server's folder. A client with a wrong password gets one clear line and creates nothing. A second start is refused; a killed
-server starts again with its data. Each test stops what it started, also when it fails: nothing is left running.
+server starts again with its data. No password and a wrong one are refused for reads and writes; a reader (MLflow's READ
+permission) reads but cannot write; the admin password is in no log and no artifact. Each test stops what it started, also when
+it fails: nothing is left running.
 Needs Debian's postgresql (tools/install_postgresql.sh; .ci/run installs it).
 """
-import os, shutil, signal, socket, subprocess, sys, tempfile, time
+import base64, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.error, urllib.request
 from pathlib import Path
 import pytest
 from workbench import server, tracking
@@ -65,7 +67,7 @@ def run_all(procs:dict, timeout:float) -> dict:
     return out
 
 
-def test_four_studies_and_a_wrong_password(folder):
+def test_eight_studies_and_a_wrong_password(folder):
     t0 = time.monotonic()
     r = wb('server', 'start', '--dir', folder/'server', '--port', 0, env=env_for(folder), timeout=300)   # 0: any free port
     assert r.returncode == 0, r.stderr[-3000:]
@@ -81,8 +83,8 @@ def test_four_studies_and_a_wrong_password(folder):
     finally:
         for k in creds: os.environ.pop(k, None)
 
-    # four studies at once, each from its own working folder; two log as the admin, two as the teammate
-    works = {f'team-{i}': folder/f'work{i}' for i in range(4)}
+    # eight studies at once, each from its own working folder; half log as the admin, half as the teammate
+    works = {f'team-{i}': folder/f'work{i}' for i in range(8)}
     for w in works.values(): w.mkdir()
     procs = {name: subprocess.Popen([str(BIN/'workbench'), *study_args(name, url)], cwd=w, env=env_for(w, **(alice if i % 2 else creds)), text=True,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True) for i, (name, w) in enumerate(works.items())}
@@ -123,9 +125,11 @@ def test_four_studies_and_a_wrong_password(folder):
     import psycopg
     with psycopg.connect(host='127.0.0.1', port=st['postgres_port'], user=server.DB_USER, dbname='mlflow',
                          passfile=str(folder/'server'/'secrets'/'pgpass'), connect_timeout=10) as con:
-        assert con.execute("select count(*) from runs where status = 'FINISHED'").fetchone()[0] == 4 + len(kids)
+        assert con.execute("select count(*) from runs where status = 'FINISHED'").fetchone()[0] == len(works) + len(kids)
     assert len(list((folder/'server'/'artifacts').rglob('bench_result.json'))) == len(kids)
     for w in works.values(): assert not (w/'runs'/'mlflow.db').exists() and not (w/'runs'/'mlartifacts').exists()
+    log = (folder/'server'/'mlflow.log').read_text(errors='replace')
+    assert not re.search(r'" 5\d\d |HTTP/1\.[01]" 5\d\d|status(_code)?[=:] ?5\d\d', log), [l for l in log.splitlines() if ' 50' in l][:5]   # no 5xx under load
 
     # a wrong password: one clear line, exit 1, nothing created (no run folder, no run on the server)
     bad = folder/'bad'; bad.mkdir()
@@ -148,7 +152,43 @@ def test_four_studies_and_a_wrong_password(folder):
     r = wb('server', 'stop', '--dir', folder/'server', env=env_for(folder))
     assert r.returncode == 0 and r.stdout.startswith('stopped mlflow server'), r.stdout + r.stderr
     assert gone(st['mlflow_pid']) and gone(st['postgres_pid']) and refused(st['port']) and refused(st['postgres_port'])
-    print(f'\nserver start {t_start:.0f} s; four concurrent studies {t_studies:.0f} s ({n_points} points + 1 parent each); whole test {time.monotonic()-t0:.0f} s')
+    print(f'\nserver start {t_start:.0f} s; eight concurrent studies {t_studies:.0f} s ({n_points} points + 1 parent each); whole test {time.monotonic()-t0:.0f} s')
+
+
+def call(url:str, path:str, user:str|None=None, password:str|None=None, body:dict|None=None) -> int:
+    "The HTTP status of one MLflow REST call (GET, or POST with `body`), with basic-auth credentials when given."
+    req = urllib.request.Request(f'{url}/api/2.0/mlflow/{path}', data=None if body is None else json.dumps(body).encode(),
+                                 headers={'Content-Type': 'application/json'}, method='GET' if body is None else 'POST')
+    if user is not None: req.add_header('Authorization', 'Basic ' + base64.b64encode(f'{user}:{password}'.encode()).decode())
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r: return r.status
+    except urllib.error.HTTPError as e: return e.code
+
+
+def test_credentials_and_permissions(folder):
+    "No password and a wrong one are refused for reads and writes; a reader reads but cannot write; the admin password is logged nowhere."
+    r = wb('server', 'start', '--dir', folder/'server', '--port', 0, env=env_for(folder), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    url, pw = server.status(folder/'server')['url'], (folder/'server'/'secrets'/'admin_password').read_text().strip()
+    read, write = 'experiments/search?max_results=5', 'experiments/create'
+    assert call(url, read, 'admin', pw) == 200
+    eid = json.loads(urllib.request.urlopen(urllib.request.Request(f'{url}/api/2.0/mlflow/experiments/create', data=json.dumps({'name': 'perm'}).encode(),
+        headers={'Content-Type': 'application/json', 'Authorization': 'Basic ' + base64.b64encode(f'admin:{pw}'.encode()).decode()}), timeout=10).read())['experiment_id']
+    for user, password in ((None, None), ('admin', 'not-the-password'), ('nobody', 'no-such-user-here')):
+        assert call(url, read, user, password) == 401 and call(url, write, user, password, {'name': f'x-{user}'}) == 401, user
+    os.environ.update({'MLFLOW_TRACKING_USERNAME': 'admin', 'MLFLOW_TRACKING_PASSWORD': pw})
+    try:
+        auth = get_app_client('basic-auth', tracking_uri=url)
+        auth.create_user('reader', 'reader-has-12-chars')
+        auth.create_experiment_permission(eid, 'reader', 'READ')        # this experiment: read only (the default elsewhere is EDIT)
+    finally:
+        for k in ('MLFLOW_TRACKING_USERNAME', 'MLFLOW_TRACKING_PASSWORD'): os.environ.pop(k, None)
+    assert call(url, f'experiments/get?experiment_id={eid}', 'reader', 'reader-has-12-chars') == 200
+    assert call(url, 'runs/create', 'reader', 'reader-has-12-chars', {'experiment_id': eid}) == 403        # reads, cannot write
+    assert call(url, 'runs/create', 'admin', pw, {'experiment_id': eid}) == 200
+    leaks = [p for p in (folder/'server').rglob('*') if p.is_file() and 'secrets' not in p.parts and pw.encode() in p.read_bytes()]
+    assert not leaks and pw not in r.stdout + r.stderr, leaks                      # no log, no artifact, no output holds it
+    assert wb('server', 'stop', '--dir', folder/'server', env=env_for(folder)).returncode == 0
 
 
 def test_killed_server_starts_again(folder):

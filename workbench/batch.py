@@ -327,7 +327,7 @@ def accept(doc:dict, spec:BatchSpec, *, why:str, by:str|None=None, reference:str
         p.write_text(yaml.safe_dump(out, sort_keys=False) if p.suffix in ('.yaml', '.yml') else json.dumps(out, indent=1, default=str) + '\n')
     return out
 
-# %% ../nbs/36_batch.ipynb #f30c2cf5
+# %% ../nbs/36_batch.ipynb #52998594
 def _copy_studies(doc:dict, folder:Path) -> dict[str, str]:
     "Copy each study's report, summary and charts under `folder/studies/<study>/`; the reports' relative links."
     links = {}
@@ -340,7 +340,7 @@ def _copy_studies(doc:dict, folder:Path) -> dict[str, str]:
             if (dst/'report.html').exists(): links[f'{e} {sid} report'] = f'studies/{sid}/report.html'
     return links
 
-def write_outputs(doc:dict, findings:list[gt.Finding], reference:dict|None=None) -> dict[str, Path]:
+def write_outputs(doc:dict, findings:list[gt.Finding], reference:dict|None=None, *, accepting:bool=False) -> dict[str, Path]:
     "Write the batch's outputs to `runs/<batch>/` (and $GITHUB_STEP_SUMMARY), log them to its MLflow run and end it; returns the paths."
     folder = runs_dir()/doc['batch']; folder.mkdir(parents=True, exist_ok=True)
     paths = {'points': folder/'points.json', 'gate': folder/'gate.json', 'summary': folder/'summary.md', 'report': folder/'report.html'}
@@ -348,7 +348,7 @@ def write_outputs(doc:dict, findings:list[gt.Finding], reference:dict|None=None)
     paths['gate'].write_text(json.dumps({'exit_code': gt.exit_code(findings), 'reference': (reference or {}).get('batch'),
                                          'findings': [f.model_dump() for f in findings]}, indent=1))
     paths['junit'] = gt.write_junit(findings, folder/'junit.xml', name=doc.get('name', 'batch'))
-    md = gt.markdown(doc, findings, reference)
+    md = gt.markdown(doc, findings, reference, accepting=accepting)
     paths['summary'].write_text(md + '\n')
     if os.environ.get('GITHUB_STEP_SUMMARY'):
         with open(os.environ['GITHUB_STEP_SUMMARY'], 'a') as f: f.write(md + '\n')
@@ -356,7 +356,7 @@ def write_outputs(doc:dict, findings:list[gt.Finding], reference:dict|None=None)
     if any(f.change is not None and f.tolerance is not None for f in findings):
         chart, paths['chart_svg'] = report.save_chart(gt.gate_chart(findings, title=f"Batch {doc['batch']} against {(reference or {}).get('batch', 'no reference')}"), folder/'gate')
         paths['chart'] = chart
-    paths['report'].write_text(gt.html_page(doc, findings, reference, chart=chart, reports=_copy_studies(doc, folder)))
+    paths['report'].write_text(gt.html_page(doc, findings, reference, chart=chart, reports=_copy_studies(doc, folder), accepting=accepting))
     _finish_run(doc, findings, [p for k, p in paths.items()])
     return paths
 
@@ -373,7 +373,7 @@ def _finish_run(doc:dict, findings:list[gt.Finding], files:list[Path]):
                              'mlflow.note.content': '\n'.join([f'Batch {doc["batch"]}: {gt.VERDICTS[code]} (exit {code}).', *[f.line for f in findings if f.status in (*gt.FAILING, 'could_not_run')]])[:8000]})
     tracking._retry(c.set_terminated, rid, status='FINISHED')
 
-# %% ../nbs/36_batch.ipynb #1ce77a3a
+# %% ../nbs/36_batch.ipynb #c3016818
 def _earlier(spec:BatchSpec, batch:str) -> dict:
     "The document of an earlier batch: its points.json, else its MLflow run's."
     p = runs_dir()/batch/'points.json'
@@ -399,7 +399,7 @@ def ci(path, *, run:Callable, preflight:Callable|None=None, reference:str|None=N
         if preflight is not None: preflight(s.model, {**study_params(spec, s, 0, study='preflight', overrides=overrides), 'target': s.target})
     doc = run_batch(spec, run=run, overrides=overrides, progress=progress)
     findings = gt.gate(doc, ref)
-    paths, code = write_outputs(doc, findings, ref), gt.exit_code(findings)
+    paths, code = write_outputs(doc, findings, ref, accepting=bool(accept_batch)), gt.exit_code(findings)
     for f in findings:
         if f.status in (*gt.FAILING, 'could_not_run', 'improved') or f.line.startswith('NOT JUDGED'): print(f.line, flush=True)
     print(f"batch {doc['batch']}: {gt.VERDICTS[code]} (exit {code}) against {(ref or {}).get('batch', 'no reference')}; "

@@ -9,9 +9,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['WorkbenchError', 'blocking_file', 'DiskFull', 'is_disk_full', 'fs_error', 'repo_root', 'recipes_dir', 'runs_root',
-           'runs_dir', 'canonical_json', 'content_hash', 'free_port', 'child_setup', 'stop_group', 'tail_text',
-           'unique_tmp', 'sweep_tmp', 'publish_dir', 'env_set']
+__all__ = ['KERNEL_START_S', 'WorkbenchError', 'blocking_file', 'DiskFull', 'is_disk_full', 'fs_error', 'repo_root',
+           'recipes_dir', 'runs_root', 'runs_dir', 'canonical_json', 'content_hash', 'free_port', 'ipc_kernel_manager',
+           'child_setup', 'stop_group', 'tail_text', 'unique_tmp', 'sweep_tmp', 'publish_dir', 'env_set']
 
 # %% ../nbs/00_core.ipynb #697f5076
 class WorkbenchError(Exception):
@@ -82,11 +82,27 @@ def content_hash(obj, n:int=12) -> str:
     "Short sha256 of `obj`'s canonical JSON."
     return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:n]
 
-# %% ../nbs/00_core.ipynb #a23f6b37
+# %% ../nbs/00_core.ipynb #745993fa
 def free_port(host:str='127.0.0.1') -> int:
     "A TCP port on `host` that nothing listens on right now."
     with socket.socket() as s:
         s.bind((host, 0)); return s.getsockname()[1]
+
+KERNEL_START_S = 300   # seconds a study kernel may take to start: several studies at once on two cores take over papermill's 60
+
+def ipc_kernel_manager():
+    "A jupyter kernel manager class whose kernels talk over local (unix) sockets instead of TCP."
+    from jupyter_client.manager import AsyncKernelManager
+    import secrets, tempfile
+    from traitlets import Unicode, default
+    class IPCKernelManager(AsyncKernelManager):
+        "Kernels on IPC transport: nothing listens on TCP, and ipykernel has no unencrypted-TCP warning to print."
+        transport = Unicode('ipc', config=True)
+        @default('ip')
+        def _ip_default(self):
+            "Socket files of its own: jupyter's default ('kernel-ipc' in the cwd) makes concurrent studies share sockets."
+            return str(Path(tempfile.gettempdir())/f'workbench-kernel-{secrets.token_hex(6)}-ipc')
+    return IPCKernelManager
 
 try: _LIBC = ctypes.CDLL('libc.so.6', use_errno=True)
 except OSError: _LIBC = None

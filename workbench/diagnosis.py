@@ -228,7 +228,7 @@ def _has_tabulate() -> bool:
     try: import tabulate; return True
     except ImportError: return False
 
-# %% ../nbs/21_diagnosis.ipynb #3b17098c
+# %% ../nbs/21_diagnosis.ipynb #8494bf42
 def overlap_table(results:list[BenchResult]) -> pd.DataFrame:
     "Router-estimated prefix overlap and the engine's actual KV reuse for each point."
     rows = []
@@ -248,7 +248,8 @@ def overlap_chart(df:pd.DataFrame, title:str|None=None):
     long['measure'] = long.measure.map({'router_overlap_share': 'router-estimated overlap', 'actual_reuse_share': 'engine KV reuse'})
     rows = list(dict.fromkeys(d.row))
     y = alt.Y('row:N', title=None, sort=rows, axis=alt.Axis(labelLimit=0, labelFontSize=11))
-    x = alt.X('share:Q', axis=alt.Axis(format='%'), title='share of prompt tokens', scale=alt.Scale(domain=[0, 1]))
+    top = min(1.0, max(0.05, math.ceil(20*1.15*float(long.share.max() if len(long) else 0.05))/20))   # the data's range, to the next 5%
+    x = alt.X('share:Q', axis=alt.Axis(format='%'), title='share of prompt tokens', scale=alt.Scale(domain=[0, top]))
     color = alt.Color('measure:N', title=None, scale=alt.Scale(domain=['router-estimated overlap', 'engine KV reuse'], range=['#4C78A8', '#E45756']),
                       legend=alt.Legend(orient='top'))
     pair = alt.Chart(d.dropna(subset=['router_overlap_share', 'actual_reuse_share'])).mark_rule(color='#999').encode(y=y, x='router_overlap_share:Q', x2='actual_reuse_share:Q')

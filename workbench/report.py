@@ -16,9 +16,9 @@ from .tracking import provenance_of, log_files, StudyRun
 # %% auto #0
 __all__ = ['COLUMNS', 'HIDDEN', 'TERMINAL_WIDTH', 'GROUP_COLORS', 'OTHER_COLORS', 'SHAPES', 'DASHES', 'ORDER',
            'PROVENANCE_COLORS', 'results_frame', 'parse_band', 'frame_from_runs', 'sla_best', 'group_deltas',
-           'summary_table', 'published_table', 'rounded', 'table', 'text_table', 'styles', 'source_line', 'frontier',
-           'pareto_chart', 'published_chart', 'deltas_chart', 'save_chart', 'log_charts', 'static_charts',
-           'study_charts']
+           'summary_table', 'published_table', 'rounded', 'table', 'provenance_line', 'text_table', 'styles',
+           'source_line', 'frontier', 'pareto_chart', 'published_chart', 'deltas_chart', 'save_chart', 'log_charts',
+           'static_charts', 'study_charts']
 
 # %% ../nbs/31_report.ipynb #fbb5598b
 COLUMNS = ('model', 'variant', 'label', 'group', 'target', 'concurrency', 'output_tok_s_per_gpu', 'user_tok_s', 'ttft_p50_ms',
@@ -106,7 +106,7 @@ def published_table(df:pd.DataFrame, metric:str='output_tok_s_per_gpu') -> pd.Da
     t['ratio'] = t.reproduced/t.published
     return t[[*on, 'label', 'target', 'published', 'reproduced', 'ratio', 'provenance', 'band']].reset_index(drop=True)
 
-# %% ../nbs/31_report.ipynb #b47d64e0
+# %% ../nbs/31_report.ipynb #bc3e79fe
 HIDDEN = ('model', 'variant_hash', 'engine', 'total_gpus', 'base', 'modelled')
 
 def _fmt_for(col:str):
@@ -144,6 +144,17 @@ def _fit_widths(w:dict, width:int, floor:int=6, keep=()) -> dict:
     if not free or sum(free.values()) <= room: return dict(w)
     cap = next((c for c in range(max(free.values()), floor - 1, -1) if sum(min(v, c) for v in free.values()) <= room), floor)
     return {c: v if c in keep else min(v, cap) for c, v in w.items()}
+
+def provenance_line(target:str, results:list) -> str:
+    "One line saying what produced a study's numbers (its `results` on `target`), by target and engine."
+    engines = {r.engine for r in results if r.modelled}
+    if target == 'sim': return ('Numbers from the sim target are SIMULATED (B200 timing from aiconfigurator, DynoSim replay, calibrated on published '
+                                    'points); none is measured.')
+    if engines == {'mocker'}: return ('Numbers from the local target are SIMULATED: a live Dynamo frontend, router and AIPerf, but mocker workers '
+                                      "that run the simulator's timing (its bands and its not-modelled rules apply); none is measured on B200.")
+    if engines == {'vllm'} and any('not B200' in str(r.extra.get('provenance', '')) for r in results):
+        return "Numbers are MEASURED on vLLM's CPU build with dummy weights on this machine: a real engine, never B200 performance."
+    return f"Numbers from the {target} target are MEASURED ({', '.join(sorted(engines)) or 'no engine'})." if engines else ''
 
 def text_table(df:pd.DataFrame, *, drop=HIDDEN, width:int=TERMINAL_WIDTH, headers:dict|None=None, keep=('run_id',)) -> str:
     """`df` rounded (`rounded`) as plain text within `width` columns: the widest text columns wrap onto continuation lines
@@ -201,7 +212,7 @@ def frontier(df:pd.DataFrame) -> pd.DataFrame:
         if y > best: keep.append(i); best = y
     return pts.loc[keep].sort_values('user_tok_s')
 
-# %% ../nbs/31_report.ipynb #008d47c1
+# %% ../nbs/31_report.ipynb #a8fd8888
 def _series(df:pd.DataFrame) -> pd.DataFrame:
     "A copy of `df` with `series` (the label, plus the target when several) and `sla` columns, in group order."
     d = df.copy()
@@ -231,11 +242,12 @@ def _pareto_layers(d:pd.DataFrame, pub:pd.DataFrame, front:pd.DataFrame, sla:SLA
     multi = d[d.groupby('series').series.transform('size') > 1]
     layers.append(alt.Chart(multi).mark_line(strokeWidth=1.8).encode(x=x, y=y, color=enc['color'], strokeDash=enc['dash'], order='concurrency:Q'))
     if d.band.notna().any():
-        eb = d.dropna(subset=['band']).assign(lo=lambda t: t.output_tok_s_per_gpu*(1 - t.band), hi=lambda t: t.output_tok_s_per_gpu*(1 + t.band))
+        eb = d.dropna(subset=['band']).assign(lo=lambda t: t.output_tok_s_per_gpu*(1 - t.band).clip(lower=0), hi=lambda t: t.output_tok_s_per_gpu*(1 + t.band))
         layers.append(alt.Chart(eb).mark_rule(strokeWidth=1.2, opacity=0.7).encode(x=x, y='lo:Q', y2='hi:Q', color=enc['color']))
-    base = alt.Chart(d).encode(x=x, y=y, color=enc['color'], shape=enc['shape'], tooltip=tip)
-    layers += [base.transform_filter('datum.sla_passed').mark_point(size=90, filled=True, opacity=0.95),
-               base.transform_filter('!datum.sla_passed').mark_point(size=90, filled=False, strokeWidth=2)]
+    on_top = d.assign(z=d.group.map({'recipe': 2, 'baseline': 1}).fillna(0), size=d.group.map({'recipe': 170}).fillna(90))   # coinciding marks: the recipe's drawn last, larger
+    base = alt.Chart(on_top).encode(x=x, y=y, color=enc['color'], shape=enc['shape'], tooltip=tip, order=alt.Order('z:Q'), size=alt.Size('size:Q', scale=None, legend=None))
+    layers += [base.transform_filter('datum.sla_passed').mark_point(filled=True, opacity=0.95),
+               base.transform_filter('!datum.sla_passed').mark_point(filled=False, strokeWidth=2)]
     layers.append(alt.Chart(multi.assign(ctext='c' + multi.concurrency.astype(int).astype(str))).mark_text(dx=9, dy=-7, fontSize=9, color='#555').encode(x=x, y=y, text='ctext:N'))
     rule = pd.DataFrame({'x': [sla.min_output_tok_s_per_user], 't': [f'SLA: {sla.min_output_tok_s_per_user:g} tok/s/user']})
     layers += [alt.Chart(rule).mark_rule(strokeDash=[6, 3], color='#777').encode(x='x:Q'),
@@ -267,7 +279,7 @@ def pareto_chart(df:pd.DataFrame, sla:SLA, *, title:str|None=None, basis:str='')
         'Filled: meets the SLA; hollow: misses it. Numbers beside a line: concurrency. Grey band: Pareto frontier.',
         ('Not modelled (no numbers): ' + '; '.join(missing)) if missing else ''))
 
-# %% ../nbs/31_report.ipynb #4a2b15b3
+# %% ../nbs/31_report.ipynb #f16fdb11
 PROVENANCE_COLORS = {'published': '#9E9E9E', 'simulated': '#F58518', 'measured': '#4C78A8'}
 
 def published_chart(table:pd.DataFrame, *, metric_title:str='output tok/s/GPU', title:str|None=None, basis:str='') -> alt.LayerChart:
@@ -288,7 +300,7 @@ def published_chart(table:pd.DataFrame, *, metric_title:str='output tok/s/GPU', 
     layers = [base.mark_bar().encode(y=alt.Y('value:Q', title=metric_title), color=color, tooltip=['point', 'kind', alt.Tooltip('value:Q', format='.1f'), 'text']),
               base.transform_filter("datum.text != ''").mark_text(dy=-7, fontSize=11, fontWeight='bold').encode(y='top:Q', text='text:N')]
     eb = long[(long.kind != 'published') & long.band.notna()]
-    if len(eb): layers.append(alt.Chart(eb.assign(lo=eb.value*(1 - eb.band), hi=eb.value*(1 + eb.band))).mark_rule(color='#333', strokeWidth=1.2)
+    if len(eb): layers.append(alt.Chart(eb.assign(lo=eb.value*(1 - eb.band).clip(lower=0), hi=eb.value*(1 + eb.band))).mark_rule(color='#333', strokeWidth=1.2)
                              .encode(x=x, xOffset=alt.XOffset('kind:N', sort=kinds), y='lo:Q', y2='hi:Q'))
     models, targets = ', '.join(sorted(set(t.model))), ', '.join(sorted(set(t.target)))
     return alt.layer(*layers).properties(width=max(300, 190*t.point.nunique()), height=300, title=_title(

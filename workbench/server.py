@@ -13,12 +13,12 @@ from .core import WorkbenchError, runs_dir, free_port, tail_text
 # %% auto #0
 __all__ = ['ADMIN_USER', 'DB_USER', 'DATABASES', 'OP_START', 'OP_STOP', 'PG_CONF', 'INSTALL_FIX', 'server_dir', 'Layout',
            'pg_bindir', 'pg_major', 'pg_user', 'admin_password', 'pg_running', 'PortTaken', 'status', 'start', 'stop',
-           'serving', 'client_env', 'describe', 'command']
+           'serving', 'client_env', 'search_storage', 'describe', 'command']
 
-# %% ../nbs/33_server.ipynb #9bfe8d32
+# %% ../nbs/33_server.ipynb #b046c208
 ADMIN_USER = 'admin'                  # the auth app's first user, an admin
 DB_USER = 'workbench'                 # PostgreSQL role owning the databases
-DATABASES = ('mlflow', 'mlflow_auth') # the tracking store; the auth app's users and permissions
+DATABASES = ('mlflow', 'mlflow_auth', 'optuna')   # the tracking store; the auth app's users and permissions; searches (optuna's RDB storage)
 OP_START, OP_STOP = 'start the tracking server', 'stop the tracking server'
 PG_CONF = """
 # workbench server: loopback TCP only, no unix socket, passwords hashed with scram-sha-256
@@ -372,7 +372,7 @@ def serving(path=None, **kwargs) -> Iterator[dict]:
     try: yield start(path, **kwargs)
     finally: stop(path)
 
-# %% ../nbs/33_server.ipynb #df4d5981
+# %% ../nbs/33_server.ipynb #12480179
 def client_env(path=None) -> dict[str, str]:
     "MLFLOW_TRACKING_URI/USERNAME/PASSWORD for the admin of the server over folder `path`."
     L = Layout(path); s = _read_state(L)
@@ -380,6 +380,13 @@ def client_env(path=None) -> dict[str, str]:
     src = s.get('admin_password', str(L.admin_pw))
     pw = os.environ.get('MLFLOW_AUTH_ADMIN_PASSWORD', '') if src.startswith('$') else Path(src).read_text().strip()
     return {'MLFLOW_TRACKING_URI': s['url'], 'MLFLOW_TRACKING_USERNAME': s.get('admin_user', ADMIN_USER), 'MLFLOW_TRACKING_PASSWORD': pw}
+
+def search_storage(path=None) -> tuple[str, str]:
+    """(SQLAlchemy URL, libpq password file) of the `optuna` database of the running server over `path`: what `workbench search
+    --storage server` and its workers share. The password stays in the file (`passfile`), never in the URL."""
+    L = Layout(path); pg = pg_running(L.root)
+    if pg is None: raise WorkbenchError(f'no PostgreSQL runs over {L.root}', 'open the search storage', f'workbench server start --dir {L.root}')
+    return f'postgresql+psycopg://{DB_USER}@127.0.0.1:{pg[1]}/optuna', str(L.pgpass)
 
 def describe(st:dict) -> str:
     "Human-readable status, with the commands that point a study at a running server."
@@ -393,7 +400,9 @@ def describe(st:dict) -> str:
     return '\n'.join([f'running: MLflow tracking server {st["url"]} (mlflow pid {st["mlflow_pid"]}; PostgreSQL pid {st["postgres_pid"]} '
                       f'on 127.0.0.1:{st["postgres_port"]}; data in {d})', 'point studies at it:',
                       f'  export MLFLOW_TRACKING_URI={st["url"]} MLFLOW_TRACKING_USERNAME={ADMIN_USER} MLFLOW_TRACKING_PASSWORD={how}',
-                      f'  workbench run motif-3 -p tracking_uri={st["url"]}', f'stop it: workbench server stop --dir {d}'])
+                      f'  workbench run motif-3 -p tracking_uri={st["url"]}',
+                      f'searches on this machine share its PostgreSQL: workbench search motif-3 --storage server --workers 2',
+                      f'stop it: workbench server stop --dir {d}'])
 
 def command(action:str, path=None, **kwargs) -> str:
     "What `workbench server start|stop|status` does and prints."

@@ -115,7 +115,7 @@ def _failed_point(s, v:Variant, key:str, c:int, *, group:str, target:Target, err
     except BaseException as x:
         if x is not e and not isinstance(x, Exception): raise
 
-# %% ../nbs/32_study.ipynb #d1357cd8
+# %% ../nbs/32_study.ipynb #8560b077
 class StudyOutcome(BaseModel):
     "What a study produced: results, verdicts, refused candidates, failures, and how many points were reused."
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -130,6 +130,7 @@ class StudyOutcome(BaseModel):
     failed: list[tuple[str, int, str]] = []
     reused: int = 0
     ran: int = 0
+    notes: list[str] = []               # what the run said about itself (stale runs marked FAILED, a resume): summary.txt repeats them
     sla_best: dict[str, dict] = {}      # variant hash -> its SLA-constrained best (targets that search for it: the sim)
     run_id: str|None = None
     experiment_id: str|None = None
@@ -151,7 +152,7 @@ class StudyArgs(BaseModel):
     rerun_failed: bool = False
     progress: bool = True
 
-# %% ../nbs/32_study.ipynb #b9fd33ca
+# %% ../nbs/32_study.ipynb #671a1a22
 RUN_CONTROL = ('study', 'rerun_failed', 'progress', 'quiet', 'tracking_uri', 'ops_sections')   # how to run, not what: never in a study id
 
 def study_id(model:str, target:str, params:dict) -> str:
@@ -212,7 +213,9 @@ def _run_locked(a:StudyArgs) -> StudyOutcome:
     todo = [p for p in a.plan if p.variant]
     prev = tracking.find_study(model, a.study, tracking_uri=uri)
     stale = tracking.mark_stale_runs([model], tracking_uri=uri)
-    if stale: print(f'{len(stale)} run(s) of {model} left RUNNING by a process that is gone were marked FAILED (stale); their points run again')
+    if stale:
+        out.notes.append(f'{len(stale)} run(s) of {model} left RUNNING by a process that is gone were marked FAILED (stale); their points ran again')
+        print(out.notes[-1])
     if prev is not None and prev.info.run_id in stale and (left := target.recover(a.study)):
         print(f'removed what the killed run of {a.study} left on the {target.name} target: {", ".join(left)}')
     with tracking.study_run(model, a.study, params=a.params, tracking_uri=uri, tags={'workbench.target': target.name}) as s:
@@ -225,7 +228,7 @@ def _run_locked(a:StudyArgs) -> StudyOutcome:
         with progress.reporting(runs_dir()/a.study/progress.FILE, sum(map(len, concs.values())), title=f'{model} on {target.name}',
                                 show=a.progress) as prog:
             for p in todo: _run_variant(s, a, p, concs[p.variant.name], out=out, prog=prog)
-    if prev is not None or out.reused: print(resume_note(out))
+    if prev is not None or out.reused: out.notes.append(resume_note(out)); print(out.notes[-1])
     return out
 
 def resume_note(out:StudyOutcome) -> str:
@@ -287,7 +290,7 @@ def _check_custom(plan:list[Planned], custom:dict|None):
     if bad: raise WorkbenchError('; '.join(f'custom candidate {p.name}: {p.refused}' for p in bad), 'plan the study',
                                  "correct or remove the candidate (one setting group per candidate; for a pinned setting pass overrides={group: '<reason>'})")
 
-# %% ../nbs/32_study.ipynb #9bb44531
+# %% ../nbs/32_study.ipynb #41a78470
 def _teller(prog, label:str):
     "A function that reports one point of variant `label` to `prog` (a `progress.Progress`; nothing when None)."
     def tell(c:int, status:str, r:BenchResult|None=None, reason:str=''):
@@ -340,13 +343,14 @@ def _sla_best(s, a:StudyArgs, p:Planned, out:StudyOutcome, *, check:str|None=Non
     "The variant's SLA-constrained best, when the target searches for it (sim): found once, its point logged, the summary kept on the parent run."
     v, tag = p.variant, f'workbench.sla_max.{p.variant.hash}'
     stored = tracking.client(a.tracking_uri).get_run(s.run_id).data.tags.get(tag)
-    if stored: out.sla_best[v.hash] = json.loads(stored); return
+    if stored: _reuse_sla_best(s, a, v, out, best=json.loads(stored)); return
     m = a.target.sla_max(v, a.recipe.sla)
     if m is None: return
     r, lab = m.point, out.meta.get(v.hash, {}).get('label', v.name)
     best = {'output_tok_s_per_gpu': m.output_tok_s_per_gpu, 'concurrency': m.concurrency, 'limited_by': m.limited_by,
             'band': r.error_band.get('output_token_throughput') if r else None, 'delta_band': r.extra.get('delta_band') if r else None,
-            'repeat_band': (r.extra.get('repeat_band') or {}).get('output_token_throughput') if r else None}
+            'repeat_band': (r.extra.get('repeat_band') or {}).get('output_token_throughput') if r else None,
+            'point_concurrency': r.concurrency if r else None}
     if r is not None and not any(x.variant_hash == v.hash and x.concurrency == r.concurrency for x in out.results):
         key = point_key(v, a.target, r.concurrency, request_count=a.request_count, seed=a.seed, study=s.study)
         tracking.log_point(s, r, v.recipe.sla, settings=v.settings(), group=p.group, key=key, recipe_version=v.recipe.recipe_version,
@@ -361,6 +365,16 @@ def _sla_best(s, a:StudyArgs, p:Planned, out:StudyOutcome, *, check:str|None=Non
     if prog is not None:
         got = 'no concurrency meets the SLA' if m.output_tok_s_per_gpu is None else f'{m.output_tok_s_per_gpu:.1f} tok/s/GPU at c{m.concurrency:.1f} (limited by {m.limited_by})'
         prog.phase(f'{lab}: SLA max {got}')
+
+def _reuse_sla_best(s, a:StudyArgs, v, out:StudyOutcome, *, best:dict):
+    "A resumed study's stored SLA-constrained best of `v`, with the point it came from counted as reused (it ran beside the plan)."
+    out.sla_best[v.hash] = best
+    c = best.get('point_concurrency')
+    if c is None or any(x.variant_hash == v.hash and x.concurrency == c for x in out.results): return
+    run = tracking.find_point(v.recipe.id, point_key(v, a.target, c, request_count=a.request_count, seed=a.seed, study=s.study), tracking_uri=a.tracking_uri)
+    if run is None: return
+    r = tracking.point_result(run, tracking_uri=a.tracking_uri)
+    out.results.append(r.model_copy(update={'extra': {**r.extra, 'sla_max_point': True}})); out.reused += 1
 
 def _record_failure(s, p:Planned, keys:dict[int, str], e:Exception, *, target:Target, out:StudyOutcome, label:str|None=None, tell=None):
     "Record the points `keys` ({concurrency: point key}) as FAILED with the cause of `e` and its logs, and report each (`tell`); a full disk then stops the study (DiskFull)."
@@ -563,7 +577,7 @@ def study_charts(out:StudyOutcome, recipe:Recipe, folder) -> dict:
     if out.run_id: tracking.log_files(tracking.client(out.tracking_uri), out.run_id, paths, 'charts')
     return charts
 
-# %% ../nbs/32_study.ipynb #7ad342f2
+# %% ../nbs/32_study.ipynb #03d8e9b5
 def summary_text(out:StudyOutcome, recipe:Recipe, pvr:pd.DataFrame|None=None, best:pd.DataFrame|None=None) -> str:
     "Plain-text summary of a study: published vs reproduced, best per group, exclusions, where to look."
     pvr = published_vs_reproduced(out, recipe) if pvr is None else pvr
@@ -571,9 +585,8 @@ def summary_text(out:StudyOutcome, recipe:Recipe, pvr:pd.DataFrame|None=None, be
     fmt = lambda df, cols: report.text_table(df[[c for c in cols if c in df.columns]], drop=())
     ui = layout.ui_base(out.tracking_uri or tracking.tracking_uri())
     lines = [f'{recipe.display_name} study {out.study} on target {out.target}: {out.ran} points run, {out.reused} reused, '
-             f'{len(out.failed)} failed, {len(out.refused)} candidates refused.',
-             'Numbers from the sim target are SIMULATED (B200 timing from aiconfigurator, DynoSim replay, calibrated on published points); '
-             'none is measured.' if out.target == 'sim' else '',
+             f'{len(out.failed)} failed, {len(out.refused)} candidates refused.', *out.notes,
+             report.provenance_line(out.target, out.results),
              '', 'Published vs reproduced:', fmt(pvr, ['label', 'topology', 'concurrency', 'metric', 'published', 'reproduced', 'ratio', 'provenance', 'band']),
              '', 'Best per setting group under the SLA (SLA-constrained tok/s/GPU; a change is a finding only when it exceeds its band):',
              fmt(best, ['group', 'best_variant', 'concurrency', 'output_tok_s_per_gpu', 'delta_pct', 'band_pct', 'finding', 'limited_by', 'not_modelled']),

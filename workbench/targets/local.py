@@ -463,7 +463,7 @@ def fixture_profile(path, prefill_ms:float=3.0, prefill_ms_per_token:float=0.04,
              decode_active_kv_tokens=kv, decode_context_length=ctx, decode_itl=itl)
     return path
 
-# %% ../../nbs/14_local.ipynb #590d54bf
+# %% ../../nbs/14_local.ipynb #9176bd0c
 class LocalTarget(BaseTarget):
     "Run a `Variant` as a live local graph (mocker workers with the sim target's timing), measured by AIPerf."
     name, engine = 'local', 'mocker'
@@ -541,11 +541,29 @@ class LocalTarget(BaseTarget):
         return verdict.model_copy(update={'checks': [passed('smoke.live', '/health, /v1/models, chat and streaming chat answered before measuring'),
                                                      *[c for c in verdict.checks if not c.name.startswith('smoke')]]})
 
+    def _not_modelled(self, variant, concurrencies) -> list[BenchResult]|None:
+        "No numbers for a change the mocker cannot show: it runs the simulator's timing, so what the simulator does not model it does not either."
+        from workbench.sim.trust import unmodelled
+        if not (why := unmodelled(variant)): return None
+        return [BenchResult(model=variant.recipe.id, variant=variant.name, variant_hash=variant.hash, topology=variant.topology_name, target=self.name,
+                            engine=self.engine, concurrency=c, total_gpus=variant.total_gpus, metrics={}, modelled=False, extra={'group': variant.group},
+                            notes=["not modelled: mocker workers run the simulator's timing, which does not model " + '; '.join(why)]) for c in concurrencies]
+
+    @staticmethod
+    def _band(variant, requests:int, pricing) -> tuple[dict, str]:
+        "The simulator's band for a mocker point (its workers run the simulator's timing) at `requests`, and its basis."
+        if pricing is None: return {}, 'uncalibrated mocker timing: no band'
+        from workbench.sim.trust import band_of
+        band, basis = band_of(variant, requests)
+        band = {k: v for k, v in band.items() if k not in ('delta', 'repeat')}
+        return band, (f"the simulator's band (mocker workers run its timing): {basis}" if band else basis)
+
     def run(self, variant, concurrencies:list[int]|None=None, *, request_count:int|None=None, seed:int|None=None,
             workdir=None) -> list[BenchResult]:
-        "Measure `variant` live at each concurrency (default: the recipe benchmark's); one `BenchResult` per point."
+        "Measure `variant` live at each concurrency (default: the recipe benchmark's); one `BenchResult` per point (none for a change the mocker cannot show)."
         if request_count: self.max_requests = request_count
         rec, b, p = variant.recipe, self._bench(variant), None
+        if (nm := self._not_modelled(variant, concurrencies or b.concurrency)) is not None: return nm
         if self.calibrate:
             from workbench.targets.sim import SimTarget
             p, src = SimTarget(progress=False).pricing(variant)
@@ -563,7 +581,9 @@ class LocalTarget(BaseTarget):
                     [r] = run_points(g, spec.at(c, request_count=n, warmup_request_count=warm), model=rec.id, variant=variant.name, variant_hash=variant.hash,
                                      smoke=(i == 0), progress=self.progress, tag=f'{variant.name}-', hang_timeout_s=self.hang_timeout_s)
                     pn = notes + ([f'{n} requests (recipe: {b.request_count})'] if n < b.request_count else [])
+                    band, basis = self._band(variant, n, p)
                     out.append(r.model_copy(update={'calibration_id': content_hash(p.model_dump(), 12) if p else None, 'notes': r.notes + pn,
+                                                    'error_band': band, 'band_basis': basis,
                                                     'extra': {**r.extra, 'group': variant.group,
                                                               'max_num_seqs': {w.role: w.max_num_seqs for w in ws}}}))
         except Exception as e:
