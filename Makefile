@@ -52,7 +52,7 @@ test-fast: venv  ## the quick subset: notebook cells without flags
 LAB_PORT ?= 8888
 LAB_ARGS ?=
 lab: venv  ## JupyterLab on 127.0.0.1:$(LAB_PORT) over nbs/, opening the Motif 3 study notebook (as any user: --allow-root when root)
-	cd nbs && ../$(VENV)/bin/jupyter lab --ip 127.0.0.1 --port $(LAB_PORT) --no-browser $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(LAB_ARGS) studies/motif_3.ipynb
+	cd nbs && ../$(VENV)/bin/jupyter lab --ip 127.0.0.1 --port $(LAB_PORT) --no-browser $$([ "$$(id -u)" = 0 ] && echo --allow-root) --ServerApp.default_url=/lab/tree/studies/motif_3.ipynb $(LAB_ARGS)
 
 server: venv  ## start the team's MLflow tracking server (PostgreSQL, served artifacts, basic auth) over runs/server
 	tools/install_postgresql.sh >/dev/null

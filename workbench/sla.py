@@ -65,7 +65,7 @@ def best_passing(results:list[BenchResult], sla:SLA) -> SLAMax:
     return SLAMax(output_tok_s_per_gpu=a.output_tok_s_per_gpu, concurrency=a.concurrency, point=a, searched=cs,
                   limited_by=_limit(b, sla) if b else 'highest concurrency run')
 
-# %% ../nbs/06_sla.ipynb #7da57130
+# %% ../nbs/06_sla.ipynb #335db935
 def search_sla_max(run_at:Callable[[int], BenchResult], sla:SLA, *, hint:int|None=None, hi:int=512) -> SLAMax:
     "SLA-constrained maximum of one configuration, searching the concurrency with `run_at(c)` (doubling, then bisection)."
     seen: dict[int, BenchResult] = {}
@@ -93,4 +93,4 @@ def search_sla_max(run_at:Callable[[int], BenchResult], sla:SLA, *, hint:int|Non
         far = [c for c in (int(1.3*br[1]) + 1, int(1.7*br[1]) + 1) if c <= hi]
         again = next((c for c in far if ok(c)), None)
         if again: bracket(again, True)
-    return best_passing(list(seen.values()), sla)
+    return sla_max(list(seen.values()), sla)
