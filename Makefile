@@ -16,7 +16,7 @@ $(VENV)/.installed: settings.ini setup.py
 	$(UV) venv -q --allow-existing -p python3.11 $(VENV) 2>/dev/null || $(UV) venv -q --allow-existing $(VENV)
 	$(UV) pip install -q -p $(PY) -e ".[dev]"
 	$(UV) pip install -q -p $(PY) --no-deps $$($(PY) tools/settings.py nodeps_requirements)
-	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name python3 >/dev/null   # the name the notebooks carry: JupyterLab leaves their metadata as it is
 	@# dash (an aiperf dependency) ships a source lab extension that makes JupyterLab ask for a rebuild on every open
 	$(VENV)/bin/jupyter labextension uninstall --no-build @plotly/dash-jupyterlab >/dev/null 2>&1 || true
 	@# JupyterLab in this environment does not ask about fetching Jupyter news on every fresh profile

@@ -4,7 +4,7 @@ One batch file (Motif 3 on sim, three repeats) in a stand-in user repository. Th
 validation file this test writes into a copy of the checkout (`$WORKBENCH_HOME`), so nothing depends on the shipped
 recipes/sim-validation.json. In order: no reference -> exit 2 and nothing created; `--accept` bootstraps the reference
 (who and why recorded); the same batch passes against it; a noise-sized change (other seeds, judged on noise alone with
-`band: none`) passes; a calibration that makes decode 15% slower (a drop of about 10% in SLA-constrained tok/s/GPU) fails
+`band: none`) passes; a calibration with 30% slower decode kernels (a 10-30% drop in SLA-constrained tok/s/GPU) fails
 with exit 1, the regression named in one line and in a JUnit failure: the gate compares the same configurations at the same
 seeds, so its band is the same-configuration one (a few percent), not the point's error band. The steps depend on each other, so they are one test (pytest-xdist would split separate ones)."""
 import json, os, shutil, subprocess, sys
@@ -82,14 +82,16 @@ def test_ci_gate_on_sim(tmp_path):
     assert all(f['status'] == 'ok' and 'bands off + noise' in f['line'] for f in judged), [f['line'] for f in judged]
     assert max(abs(f['change']) for f in judged) > 0.01, [f['line'] for f in judged]          # the numbers did change
 
-    # a calibration that makes decode 15% slower: a regression beyond band and noise, exit 1, named in one line and in JUnit
-    write_validation(home, 1.15)
+    # a calibration whose decode kernels are 30% slower (a decode step about 15% slower, beside the fixed step cost): a regression
+    # beyond band and noise, exit 1, named in one line and in JUnit
+    write_validation(home, 1.3)
     rc, out, err = ci()
     assert rc == 1, out[-3000:] + err[-3000:]
     lines = [l for l in out.splitlines() if l.startswith('REGRESSION motif-3/sim recipe SLA max: SLA-constrained tok/s/GPU')]
     assert len(lines) == 1 and 'beyond' in lines[0] and 'band' in lines[0], out[-3000:]
-    reg = next(f for f in json.loads((batch_dirs(runs)[-1]/'gate.json').read_text())['findings'] if f['status'] == 'regression' and f['metric'] == 'sla_tok_s_gpu')
-    assert -0.2 < reg['change'] < -0.05 and reg['tolerance'] < 0.05, reg                 # a drop of about 10% fails, well beyond a ~2% tolerance
+    reg = next(f for f in json.loads((batch_dirs(runs)[-1]/'gate.json').read_text())['findings']
+               if f['status'] == 'regression' and f['metric'] == 'sla_tok_s_gpu' and f['case'] == 'recipe SLA max')
+    assert -0.35 < reg['change'] < -0.05 and reg['tolerance'] < 0.05, reg                # a drop of 10-30% fails, well beyond a ~2% tolerance
     last = batch_dirs(runs)[-1]
     x = JUnitXml.fromfile(str(last/'junit.xml'))
     failed = {tc.name: tc.result[0].message for s in x for tc in s if tc.result and type(tc.result[0]).__name__ == 'Failure'}

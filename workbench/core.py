@@ -11,7 +11,8 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['KERNEL_START_S', 'WorkbenchError', 'blocking_file', 'DiskFull', 'is_disk_full', 'fs_error', 'repo_root',
            'recipes_dir', 'runs_root', 'runs_dir', 'canonical_json', 'content_hash', 'free_port', 'ipc_kernel_manager',
-           'child_setup', 'stop_group', 'tail_text', 'unique_tmp', 'sweep_tmp', 'publish_dir', 'env_set']
+           'mem_available', 'child_setup', 'stop_group', 'tail_text', 'unique_tmp', 'sweep_tmp', 'publish_dir',
+           'env_set']
 
 # %% ../nbs/00_core.ipynb #697f5076
 class WorkbenchError(Exception):
@@ -82,7 +83,7 @@ def content_hash(obj, n:int=12) -> str:
     "Short sha256 of `obj`'s canonical JSON."
     return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:n]
 
-# %% ../nbs/00_core.ipynb #745993fa
+# %% ../nbs/00_core.ipynb #34c0815c
 def free_port(host:str='127.0.0.1') -> int:
     "A TCP port on `host` that nothing listens on right now."
     with socket.socket() as s:
@@ -103,6 +104,12 @@ def ipc_kernel_manager():
             "Socket files of its own: jupyter's default ('kernel-ipc' in the cwd) makes concurrent studies share sockets."
             return str(Path(tempfile.gettempdir())/f'workbench-kernel-{secrets.token_hex(6)}-ipc')
     return IPCKernelManager
+
+def mem_available() -> int|None:
+    "Bytes of memory this machine has available now (/proc/meminfo MemAvailable), None when unknown."
+    try: kb = next(int(l.split()[1]) for l in Path('/proc/meminfo').read_text().splitlines() if l.startswith('MemAvailable:'))
+    except (OSError, StopIteration, ValueError, IndexError): return None
+    return kb*1024
 
 try: _LIBC = ctypes.CDLL('libc.so.6', use_errno=True)
 except OSError: _LIBC = None
