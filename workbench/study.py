@@ -284,7 +284,7 @@ def _check_custom(plan:list[Planned], custom:dict|None):
     if bad: raise WorkbenchError('; '.join(f'custom candidate {p.name}: {p.refused}' for p in bad), 'plan the study',
                                  "correct or remove the candidate (one setting group per candidate; for a pinned setting pass overrides={group: '<reason>'})")
 
-# %% ../nbs/32_study.ipynb #b7d9ddff
+# %% ../nbs/32_study.ipynb #1043c212
 def _teller(prog, label:str):
     "A function that reports one point of variant `label` to `prog` (a `progress.Progress`; nothing when None)."
     def tell(c:int, status:str, r:BenchResult|None=None, reason:str=''):
@@ -344,7 +344,7 @@ def _sla_best(s, a:StudyArgs, p:Planned, out:StudyOutcome, *, check:str|None=Non
     lab = out.meta.get(v.hash, {}).get('label', v.name)
     try: m = a.target.sla_max(v, a.recipe.sla)
     except (OSError, DiskFull) as e:             # no point is in flight: the search itself hit the full disk, and says so
-        if isinstance(e, DiskFull) or is_disk_full(e): raise DiskFull(f'no space left on a disk the study writes to, while {lab} searched its SLA maximum '
+        if isinstance(e, DiskFull) or is_disk_full(e): sweep_tmp(runs_dir()); raise DiskFull(f'no space left on a disk the study writes to, while {lab} searched its SLA maximum '
                                                                       f'({short(str(e), 120)})', 'run the study', _DISK_FIX) from None
         raise
     if m is None: return
