@@ -26,6 +26,7 @@ def main(argv=None) -> int:
     p.add_argument('--models', nargs='+', default=['motif-3']); p.add_argument('--budget-s', type=float, default=50)
     p.add_argument('--requests', type=int, default=300); p.add_argument('--gpus', type=int); p.add_argument('--seed', type=int, default=42)
     p.add_argument('--log', action='store_true', help='also time MLflow logging, chart and winner (a throw-away store)')
+    p.add_argument('--workers', type=int, default=1, help='search processes sharing one optuna study (default 1)')
     a = p.parse_args(argv)
     from workbench.recipes import list_recipes
     landings = [bench(m, a) for m in (list_recipes() if a.models == ['all'] else a.models)]
@@ -39,9 +40,9 @@ def bench(model:str, a) -> str:
     from workbench.search import search, landing
     from workbench.targets.sim import SimTarget
     from workbench.variants import recipe_variant
-    SimTarget(progress=False).factors(recipe_variant(a.model))      # calibration: cached, or fitted once (timed apart)
+    SimTarget(progress=False).pricing(recipe_variant(a.model))      # prices: the shipped validation, or a fit made once (timed apart)
     t1, c1 = time.monotonic(), cpu_s()
-    out = search(a.model, gpus=a.gpus, budget_s=a.budget_s, requests=a.requests, seed=a.seed)
+    out = search(a.model, gpus=a.gpus, budget_s=a.budget_s, requests=a.requests, seed=a.seed, workers=a.workers)
     t2, c2 = time.monotonic(), cpu_s()
     n, pts = out.configs_evaluated, len(out.points)
     print(f'model {a.model}, {out.space.gpus} GPUs, {a.requests} requests per point, budget {a.budget_s:g} s, strategy {out.strategy}')
