@@ -15,12 +15,12 @@ from .manifests import render_all, to_yaml, write_manifests
 from .targets.registry import TARGETS
 
 # %% auto #0
-__all__ = ['MIN_STABLE_REQUESTS', 'COMPARE_HEADERS', 'URI_HELP', 'study_notebook', 'parse_params', 'notebook_parameters',
-           'parameters_help', 'check_params', 'PlannedRun', 'preflight', 'StudyStopped', 'show_event', 'execute',
-           'run_notebook', 'cmd_list', 'cmd_render', 'failed_points', 'report_failures', 'print_summary', 'cmd_run',
-           'cmd_sweep', 'compare_table', 'cmd_compare', 'study_links', 'cmd_ui', 'cmd_validate', 'cmd_server',
-           'cmd_search', 'import_spec', 'cmd_import', 'cmd_ledger', 'cmd_calibrate', 'cmd_reproduce',
-           'measured_commands', 'cmd_demo', 'parser', 'one_line', 'main']
+__all__ = ['MIN_STABLE_REQUESTS', 'URI_HELP', 'study_notebook', 'parse_params', 'notebook_parameters', 'parameters_help',
+           'check_params', 'PlannedRun', 'preflight', 'StudyStopped', 'show_event', 'execute', 'run_notebook',
+           'cmd_list', 'cmd_render', 'failed_points', 'report_failures', 'print_summary', 'cmd_run', 'cmd_sweep',
+           'compare_table', 'cmd_compare', 'study_links', 'cmd_ui', 'cmd_validate', 'cmd_server', 'cmd_search',
+           'import_spec', 'cmd_import', 'cmd_ledger', 'cmd_calibrate', 'cmd_reproduce', 'measured_commands', 'cmd_demo',
+           'parser', 'one_line', 'main']
 
 # %% ../nbs/40_cli.ipynb #a9a91f0d
 def study_notebook(model:str) -> Path:
@@ -232,7 +232,7 @@ def cmd_render(a):
     for f in files.values(): print(f)
     print(f'{len(files)} manifests for {v!r} (DGD validated against the CRD)')
 
-# %% ../nbs/40_cli.ipynb #beb647c0
+# %% ../nbs/40_cli.ipynb #7d09503c
 def failed_points(model:str, study:str, uri:str|None=None) -> tuple[list[dict], int]:
     "The points of `study` that have no FINISHED run, with the cause of their latest failure; and how many points finished."
     from workbench import tracking
@@ -330,8 +330,6 @@ def compare_table(model:str, study:str|None=None, *, tracking_uri:str|None=None,
     df['study'], df['run'] = runs.study.values, [layout.run_url(base, eid, r) for r in runs.run_id]
     return df.sort_values(['output_tok_s_per_gpu', 'label', 'concurrency'], ascending=[False, True, True], na_position='last').reset_index(drop=True)
 
-COMPARE_HEADERS = {'concurrency': 'c', 'output_tok_s_per_gpu': 'tok/s/GPU', 'user_tok_s': 'tok/s/user', 'ttft_p50_ms': 'TTFT ms', 'sla_passed': 'SLA'}
-
 def cmd_compare(a):
     "Print a study's runs (any targets) as a rounded table sorted by tok/s/GPU, with run links; `--chart` writes their Pareto chart."
     from workbench import report, tracking
@@ -345,7 +343,7 @@ def cmd_compare(a):
     cols = [c for c in ['study'] * (df.study.nunique() > 1) + ['target', 'label', 'concurrency', 'output_tok_s_per_gpu', 'user_tok_s', 'ttft_p50_ms',
                                                                  'sla_passed', 'provenance', 'band', 'run_id'] if c not in same]
     print(f'{len(df)} point(s) of {a.model}' + ''.join(f'; {c}: {df[c].iloc[0]}' for c in same))
-    print(report.text_table(df.assign(run_id=df.run.str.extract(r'/runs/([^/?]+)')[0])[cols], drop=(), headers=COMPARE_HEADERS))
+    print(report.text_table(df.assign(run_id=df.run.str.extract(r'/runs/([^/?]+)')[0])[cols], drop=(), headers=report.SHORT_HEADERS))
     page, _, query = df.run.iloc[0].partition('?')
     print(f"open a run: {page.rsplit('/', 1)[0]}/<run_id>" + (f'?{query}' if query else ''))
     if a.chart:

@@ -14,7 +14,7 @@ from .layout import label as variant_label
 from .tracking import provenance_of, log_files, StudyRun
 
 # %% auto #0
-__all__ = ['COLUMNS', 'HIDDEN', 'TERMINAL_WIDTH', 'GROUP_COLORS', 'OTHER_COLORS', 'SHAPES', 'DASHES', 'ORDER',
+__all__ = ['COLUMNS', 'HIDDEN', 'TERMINAL_WIDTH', 'SHORT_HEADERS', 'GROUP_COLORS', 'OTHER_COLORS', 'SHAPES', 'DASHES', 'ORDER',
            'PROVENANCE_COLORS', 'results_frame', 'parse_band', 'frame_from_runs', 'sla_best', 'group_deltas',
            'summary_table', 'published_table', 'rounded', 'table', 'provenance_line', 'text_table', 'styles',
            'source_line', 'frontier', 'pareto_chart', 'published_chart', 'deltas_chart', 'save_chart', 'log_charts',
@@ -106,7 +106,7 @@ def published_table(df:pd.DataFrame, metric:str='output_tok_s_per_gpu') -> pd.Da
     t['ratio'] = t.reproduced/t.published
     return t[[*on, 'label', 'target', 'published', 'reproduced', 'ratio', 'provenance', 'band']].reset_index(drop=True)
 
-# %% ../nbs/31_report.ipynb #bc3e79fe
+# %% ../nbs/31_report.ipynb #fb85055b
 HIDDEN = ('model', 'variant_hash', 'engine', 'total_gpus', 'base', 'modelled')
 
 def _fmt_for(col:str):
@@ -155,6 +155,9 @@ def provenance_line(target:str, results:list) -> str:
     if engines == {'vllm'} and any('not B200' in str(r.extra.get('provenance', '')) for r in results):
         return "Numbers are MEASURED on vLLM's CPU build with dummy weights on this machine: a real engine, never B200 performance."
     return f"Numbers from the {target} target are MEASURED ({', '.join(sorted(engines)) or 'no engine'})." if engines else ''
+
+SHORT_HEADERS = {'concurrency': 'c', 'output_tok_s_per_gpu': 'tok/s/GPU', 'user_tok_s': 'tok/s/user', 'ttft_p50_ms': 'TTFT ms', 'sla_passed': 'SLA',
+                 'delta_pct': 'change', 'band_pct': 'band', 'not_modelled': 'no number'}   # terminal tables: short headers, the same columns
 
 def text_table(df:pd.DataFrame, *, drop=HIDDEN, width:int=TERMINAL_WIDTH, headers:dict|None=None, keep=('run_id',)) -> str:
     """`df` rounded (`rounded`) as plain text within `width` columns: the widest text columns wrap onto continuation lines
