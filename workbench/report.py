@@ -16,9 +16,9 @@ from .tracking import provenance_of, log_files, StudyRun
 # %% auto #0
 __all__ = ['COLUMNS', 'HIDDEN', 'TERMINAL_WIDTH', 'SHORT_HEADERS', 'GROUP_COLORS', 'OTHER_COLORS', 'SHAPES', 'DASHES', 'ORDER',
            'PROVENANCE_COLORS', 'results_frame', 'parse_band', 'frame_from_runs', 'sla_best', 'group_deltas',
-           'summary_table', 'published_table', 'rounded', 'table', 'provenance_line', 'text_table', 'styles',
-           'source_line', 'frontier', 'pareto_chart', 'published_chart', 'deltas_chart', 'save_chart', 'log_charts',
-           'static_charts', 'study_charts']
+           'summary_table', 'published_table', 'rounded', 'table', 'provenance_line', 'short_published', 'text_table',
+           'styles', 'source_line', 'frontier', 'pareto_chart', 'published_chart', 'deltas_chart', 'save_chart',
+           'log_charts', 'static_charts', 'study_charts']
 
 # %% ../nbs/31_report.ipynb #fbb5598b
 COLUMNS = ('model', 'variant', 'label', 'group', 'target', 'concurrency', 'output_tok_s_per_gpu', 'user_tok_s', 'ttft_p50_ms',
@@ -106,7 +106,7 @@ def published_table(df:pd.DataFrame, metric:str='output_tok_s_per_gpu') -> pd.Da
     t['ratio'] = t.reproduced/t.published
     return t[[*on, 'label', 'target', 'published', 'reproduced', 'ratio', 'provenance', 'band']].reset_index(drop=True)
 
-# %% ../nbs/31_report.ipynb #fb85055b
+# %% ../nbs/31_report.ipynb #a3c1d4cb
 HIDDEN = ('model', 'variant_hash', 'engine', 'total_gpus', 'base', 'modelled')
 
 def _fmt_for(col:str):
@@ -158,6 +158,11 @@ def provenance_line(target:str, results:list) -> str:
 
 SHORT_HEADERS = {'concurrency': 'c', 'output_tok_s_per_gpu': 'tok/s/GPU', 'user_tok_s': 'tok/s/user', 'ttft_p50_ms': 'TTFT ms', 'sla_passed': 'SLA',
                  'delta_pct': 'change', 'band_pct': 'band', 'not_modelled': 'no number'}   # terminal tables: short headers, the same columns
+
+def short_published(pvr:pd.DataFrame) -> pd.DataFrame:
+    "A published-vs-reproduced table for the terminal: metric names shortened, only 'not comparable' notes kept."
+    if 'note' not in pvr: return pvr
+    return pvr.assign(note=pvr.note.where(pvr.note.astype(str).str.startswith('not comparable'), ''), metric=pvr.metric.map(lambda m: SHORT_HEADERS.get(m, m)))
 
 def text_table(df:pd.DataFrame, *, drop=HIDDEN, width:int=TERMINAL_WIDTH, headers:dict|None=None, keep=('run_id',)) -> str:
     """`df` rounded (`rounded`) as plain text within `width` columns: the widest text columns wrap onto continuation lines

@@ -579,7 +579,7 @@ def study_charts(out:StudyOutcome, recipe:Recipe, folder) -> dict:
     if out.run_id: tracking.log_files(tracking.client(out.tracking_uri), out.run_id, paths, 'charts')
     return charts
 
-# %% ../nbs/32_study.ipynb #90d59510
+# %% ../nbs/32_study.ipynb #b46b71d5
 def summary_text(out:StudyOutcome, recipe:Recipe, pvr:pd.DataFrame|None=None, best:pd.DataFrame|None=None) -> str:
     "Plain-text summary of a study: published vs reproduced, best per group, exclusions, where to look."
     pvr = published_vs_reproduced(out, recipe) if pvr is None else pvr
@@ -589,9 +589,7 @@ def summary_text(out:StudyOutcome, recipe:Recipe, pvr:pd.DataFrame|None=None, be
     lines = [f'{recipe.display_name} study {out.study} on target {out.target}: {out.ran} points run, {out.reused} reused, '
              f'{len(out.failed)} failed, {len(out.refused)} candidates refused.', *out.notes,
              report.provenance_line(out.target, out.results),
-             '', 'Published vs reproduced:', fmt(pvr.assign(note=pvr.note.where(pvr.note.astype(str).str.startswith('not comparable'), ''),
-                                                           metric=pvr.metric.map(lambda m: report.SHORT_HEADERS.get(m, m))) if 'note' in pvr else pvr,
-                                                ['label', 'topology', 'concurrency', 'metric', 'published', 'reproduced', 'ratio', 'provenance', 'band', 'note']),
+             '', 'Published vs reproduced:', fmt(report.short_published(pvr), ['label', 'topology', 'concurrency', 'metric', 'published', 'reproduced', 'ratio', 'provenance', 'band', 'note']),
              '', 'Best per setting group under the SLA (SLA-constrained tok/s/GPU; a change is a finding only when it exceeds its band):',
              fmt(best, ['group', 'best_variant', 'concurrency', 'output_tok_s_per_gpu', 'delta_pct', 'band_pct', 'finding', 'limited_by', 'not_modelled']),
              '', 'Excluded:', fmt(excluded_table(out), ['variant', 'why', 'reason']),
