@@ -284,7 +284,7 @@ def _check_custom(plan:list[Planned], custom:dict|None):
     if bad: raise WorkbenchError('; '.join(f'custom candidate {p.name}: {p.refused}' for p in bad), 'plan the study',
                                  "correct or remove the candidate (one setting group per candidate; for a pinned setting pass overrides={group: '<reason>'})")
 
-# %% ../nbs/32_study.ipynb #1043c212
+# %% ../nbs/32_study.ipynb #5b8faa7a
 def _teller(prog, label:str):
     "A function that reports one point of variant `label` to `prog` (a `progress.Progress`; nothing when None)."
     def tell(c:int, status:str, r:BenchResult|None=None, reason:str=''):
@@ -365,7 +365,7 @@ def _sla_best(s, a:StudyArgs, p:Planned, out:StudyOutcome, *, check:str|None=Non
     out.sla_best[v.hash] = best
     tracking.log_batch(s.client, s.run_id, tags={tag: json.dumps(best)})
     if prog is not None:
-        at = f'c{m.concurrency:.1f}' + (f', interpolated from the run at c{r.concurrency}' if r is not None and abs(m.concurrency - r.concurrency) > 0.05 else '')
+        at = '' if m.concurrency is None else f'c{m.concurrency:.1f}' + (f', interpolated from the run at c{r.concurrency}' if r is not None and abs(m.concurrency - r.concurrency) > 0.05 else '')
         got = 'no concurrency meets the SLA' if m.output_tok_s_per_gpu is None else f'{m.output_tok_s_per_gpu:.1f} tok/s/GPU at {at} (limited by {m.limited_by})'
         prog.phase(f'{lab}: SLA max {got}')
 
