@@ -172,6 +172,23 @@ def test_sigstop_worker_frontend_nats_named_hung(tmp_path):
 # ---------------------------------------------------------------------------------------------------------
 # A full disk mid-study
 
+def run_filling(args, env, disk:Path, when, poll:float):
+    "Run `args` while a thread fills `disk` (1 MiB writes until it is full) as soon as `when()` holds; (rc, out, err)."
+    filled = threading.Event()
+    def fill():
+        while not filled.is_set():
+            if when(): break
+            time.sleep(poll)
+        with open(disk/'filler', 'wb') as f:
+            try:
+                while True: f.write(b'\0' * 2**20); f.flush()
+            except OSError: pass
+        filled.set()
+    t = threading.Thread(target=fill, daemon=True); t.start()
+    try: return run_cmd(args, env)
+    finally: filled.set(); t.join(10)
+
+
 @slow
 def test_disk_full_mid_study_cli(tmp_path):
     """The runs folder's disk fills up after the first points: the point in flight is recorded FAILED with the cause, the study
@@ -183,20 +200,8 @@ def test_disk_full_mid_study_cli(tmp_path):
     env = env_with(WORKBENCH_RUNS=disk/'runs')
     args = [str(BIN/'workbench'), 'run', 'motif-3', '-p', "groups=['cache']", '-p', 'concurrencies=[1]', '-p', 'request_count=40',
             '-p', f'tracking_uri=sqlite:///{db}', '-q']
-    filled = threading.Event()
-    def fill():
-        while not filled.is_set():
-            if db.exists() and len([p for p in store_points(db) if p['status'] == 'FINISHED']) >= 2: break
-            time.sleep(0.3)
-        with open(disk/'filler', 'wb') as f:
-            try:
-                while True: f.write(b'\0' * 2**20); f.flush()
-            except OSError: pass
-        filled.set()
     try:
-        t = threading.Thread(target=fill, daemon=True); t.start()
-        rc, out, err = run_cmd(args, env)
-        filled.set(); t.join(10)
+        rc, out, err = run_filling(args, env, disk, lambda: db.exists() and len([p for p in store_points(db) if p['status'] == 'FINISHED']) >= 2, 0.3)
         lines = [l for l in err.splitlines() if l.strip()]
         assert rc == 3 and 'Traceback' not in err, f'exit {rc}:\n{err[-4000:]}'
         errors = [l for l in lines if l.startswith('error: ')]
@@ -239,20 +244,8 @@ def test_disk_full_while_the_notebook_is_written(tmp_path):
     env = env_with(WORKBENCH_RUNS=disk/'runs')
     args = [str(BIN/'workbench'), 'run', 'motif-3', '-p', "groups=[]", '-p', 'concurrencies=[1]', '-p', 'request_count=40',
             '-p', f'tracking_uri=sqlite:///{db}', '-q']
-    filled = threading.Event()
-    def fill():
-        while not filled.is_set():       # the parent run ends FINISHED once every point is logged: the notebook's last cells follow
-            if db.exists() and [p for p in store_points(db, 'study') if p['status'] != 'RUNNING']: break
-            time.sleep(0.05)
-        with open(disk/'filler', 'wb') as f:
-            try:
-                while True: f.write(b'\0' * 2**20); f.flush()
-            except OSError: pass
-        filled.set()
-    try:
-        t = threading.Thread(target=fill, daemon=True); t.start()
-        rc, out, err = run_cmd(args, env)
-        filled.set(); t.join(10)
+    try:                                 # the parent run ends FINISHED once every point is logged: the notebook's last cells follow
+        rc, out, err = run_filling(args, env, disk, lambda: db.exists() and [p for p in store_points(db, 'study') if p['status'] != 'RUNNING'], 0.05)
         lines = [l for l in err.splitlines() if l.strip()]
         if rc == 0: pytest.skip('the study finished writing before the disk filled (timing); nothing to judge')
         assert rc == 3 and 'Traceback' not in err, f'exit {rc}:\n{err[-4000:]}'

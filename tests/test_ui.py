@@ -97,6 +97,26 @@ def test_mlflow_runs_page(demo):
         assert 'output_token_throughput_per_gpu' not in text and 'not modelled' in text, text[:2000]
 
 
+def lab_answers(proc, base:str, token:str, log:Path, timeout:float=90):
+    "Wait until the JupyterLab server `proc` at `base` answers its status API; fail with its log when it exits or the time runs out."
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f'{base}/api/status?token={token}', timeout=2): return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline: raise AssertionError(log.read_text()[-2000:])
+            time.sleep(0.5)
+
+
+def stop_group(proc):
+    "SIGTERM the process group of `proc` (its own session), SIGKILL after 15 s."
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try: proc.wait(15)
+        except subprocess.TimeoutExpired: os.killpg(proc.pid, signal.SIGKILL); proc.wait(5)
+    except ProcessLookupError: pass
+
+
 @pytest.fixture
 def lab(demo, tmp_path):
     "JupyterLab on a free loopback port, rooted at the demo's study folder: (base URL, token)."
@@ -110,21 +130,10 @@ def lab(demo, tmp_path):
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=folder, env=env)
     base = f'http://127.0.0.1:{port}'
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f'{base}/api/status?token={token}', timeout=2): break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline: raise AssertionError((tmp_path/'jupyterlab.log').read_text()[-2000:])
-                time.sleep(0.5)
+        lab_answers(proc, base, token, tmp_path/'jupyterlab.log')
         yield base, token
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try: proc.wait(15)
-            except subprocess.TimeoutExpired: os.killpg(proc.pid, signal.SIGKILL); proc.wait(5)
-        except ProcessLookupError: pass
-        log.close()
+        stop_group(proc); log.close()
 
 
 def test_notebook_in_jupyterlab(demo, lab):
@@ -160,13 +169,7 @@ def test_make_lab_opens_clean(tmp_path):
                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     base = f'http://127.0.0.1:{port}'
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f'{base}/api/status?token={token}', timeout=2): break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline: raise AssertionError((tmp_path/'lab.log').read_text()[-2000:])
-                time.sleep(0.5)
+        lab_answers(proc, base, token, tmp_path/'lab.log')
         with Page(1400, 900) as p:
             p.goto(f'{base}/lab/tree/studies/motif_3.ipynb?token={token}')
             p.wait("document.querySelectorAll('.jp-Notebook .jp-Cell').length > 10", 120, 'the study notebook')
@@ -176,12 +179,7 @@ def test_make_lab_opens_clean(tmp_path):
             p.screenshot(SHOTS/'make_lab.png')
             assert "model: str = 'motif-3'" in p.eval("document.querySelector('.jp-Notebook').textContent")   # the study, with its parameters
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try: proc.wait(15)
-            except subprocess.TimeoutExpired: os.killpg(proc.pid, signal.SIGKILL); proc.wait(5)
-        except ProcessLookupError: pass
-        log.close()
+        stop_group(proc); log.close()
     assert (ROOT/'nbs'/'studies'/'motif_3.ipynb').read_bytes() == before                    # opened, never written
 
 
