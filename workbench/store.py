@@ -75,8 +75,9 @@ def fresh_store(db) -> str:
         finally: tmp.unlink(missing_ok=True)
     return f'sqlite:///{db}'
 
-# %% ../nbs/30a_store.ipynb #22cddf70
-_LOCKED = ('database is locked', 'database table is locked', 'unable to open database file')
+# %% ../nbs/30a_store.ipynb #4db2c9f8
+_LOCKED = ('database is locked', 'database table is locked', 'unable to open database file',
+           'dataset_pk', 'UNIQUE constraint failed: datasets.')   # the same dataset inserted by two runs at once: the retry finds it
 RETRIES = {'locked': 0}  # how many times this process retried a locked store
 
 _CORRUPT = ('file is not a database', 'database disk image is malformed', 'no such table')
@@ -91,7 +92,7 @@ def _store_error(e:Exception) -> WorkbenchError|None:
     return None
 
 def _retry(fn, *args, timeout:float=120, **kwargs):
-    "Call `fn`, retrying with jittered back-off while sqlite says the database is locked; a full or corrupt store is one WorkbenchError."
+    "Call `fn`, retrying with jittered back-off while the store is locked (or lost a dataset race); a full or corrupt store is one WorkbenchError."
     deadline, delay = time.monotonic()+timeout, 0.05
     while True:
         try: return fn(*args, **kwargs)
