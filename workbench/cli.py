@@ -74,7 +74,7 @@ def check_params(model:str, params:dict) -> None:
             raise WorkbenchError(f'parameter {k}={short(v, 60)} is {type(v).__name__}, the notebook expects {want}', 'check notebook parameters',
                                  f"pass {'an' if want[0] in 'aeiou' else 'a'} {want} (default {decl[k][1]})")
 
-# %% ../nbs/40_cli.ipynb #add83661
+# %% ../nbs/40_cli.ipynb #2aacd01e
 def _literal(text):
     "A notebook parameter's default (papermill gives its source text) as a value."
     try: return ast.literal_eval(text)
@@ -100,13 +100,13 @@ def _target_options(p:dict) -> dict:
 
 def preflight(model:str, params:dict) -> PlannedRun:
     "Check everything a study notebook run needs before anything is created: parameters, recipe, plan, memory, target, store, runs folder, lock."
-    from workbench.study import check_study, study_id, study_params
-    from workbench.lock import lock_path, lock_holder
-    from workbench import tracking
-    check_params(model, params)
+    check_params(model, params)                                        # the cheap checks first: a bad argument is refused in a second
     p = {k: _literal(v[1]) for k, v in notebook_parameters(model).items()} | params
     if p.get('study'): check_slug(p['study'], 'study id', 'check notebook parameters')
     if p.get('rehearsal') and p['target'] != 'k8s': raise WorkbenchError('rehearsal mode is a mode of the k8s target', 'check notebook parameters', 'add --target k8s, or leave out --rehearsal')
+    from workbench.study import check_study, study_id, study_params
+    from workbench.lock import lock_path, lock_holder
+    from workbench import tracking
     uri = p.get('tracking_uri') or None
     tracking.check_store(uri)                                          # a store that is down, refuses the password, or is corrupt
     check_writable_dir(runs_root(), 'runs folder', 'check the runs folder')
@@ -232,7 +232,7 @@ def cmd_render(a):
     for f in files.values(): print(f)
     print(f'{len(files)} manifests for {v!r} (DGD validated against the CRD)')
 
-# %% ../nbs/40_cli.ipynb #7d09503c
+# %% ../nbs/40_cli.ipynb #415cd75c
 def failed_points(model:str, study:str, uri:str|None=None) -> tuple[list[dict], int]:
     "The points of `study` that have no FINISHED run, with the cause of their latest failure; and how many points finished."
     from workbench import tracking
@@ -332,11 +332,12 @@ def compare_table(model:str, study:str|None=None, *, tracking_uri:str|None=None,
 
 def cmd_compare(a):
     "Print a study's runs (any targets) as a rounded table sorted by tok/s/GPU, with run links; `--chart` writes their Pareto chart."
-    from workbench import report, tracking
+    from workbench.store import check_store
     if a.model not in list_recipes(): raise WorkbenchError(f'unknown model {short(a.model, 60)}', 'compare runs', f'use one of {list_recipes()}')
     if a.study: check_slug(a.study, 'study id', 'compare runs')
     if a.chart: check_writable_dir(Path(a.chart).expanduser().absolute().parent, 'chart folder', 'compare runs')
-    tracking.check_store(a.tracking_uri, create=False)                # an existing, readable store: compare never creates one
+    check_store(a.tracking_uri, create=False)                # an existing, readable store: compare never creates one
+    from workbench import report
     df = compare_table(a.model, a.study or None, tracking_uri=a.tracking_uri)
     if df.empty: print('no runs'); return
     same = [c for c in ('target', 'provenance') if df[c].nunique() == 1]      # one value for every row: said once, above the table
@@ -363,8 +364,9 @@ def study_links(tracking_uri:str|None=None, port:int=5000) -> list[str]:
 
 def cmd_ui(a):
     "Serve the MLflow UI on 127.0.0.1 (port and store are checked before anything starts); first print the link to each model's latest study."
+    from workbench.store import check_port, check_store
+    check_port(a.port); check_store(a.tracking_uri, create=False)     # refused before anything is created (and before the heavy imports)
     from workbench import tracking
-    tracking.check_port(a.port); tracking.check_store(a.tracking_uri, create=False)     # refused before anything is created
     for l in study_links(a.tracking_uri, a.port): print(l, flush=True)
     tracking.ui(a.port, tracking_uri=a.tracking_uri)
 
@@ -415,7 +417,7 @@ def cmd_search(a):
                      study_name=a.study_name, workers=a.workers)
     print(res.summary)
 
-# %% ../nbs/40_cli.ipynb #fcf530a8
+# %% ../nbs/40_cli.ipynb #aab677ac
 URI_HELP = 'MLflow store (default $MLFLOW_TRACKING_URI, else sqlite at runs/mlflow.db)'
 
 def _model_arg(s, models:list[str]):
@@ -446,8 +448,9 @@ def cmd_import(a):
 
 def cmd_ledger(a):
     "Predicted against measured for a model's measured points: table, error by group and calibration, bands, drift, chart."
-    from workbench import ledger, tracking
-    tracking.check_store(a.tracking_uri, create=False)                # read-only: never creates a store
+    from workbench.store import check_store
+    check_store(a.tracking_uri, create=False)                # read-only: never creates a store; refused before the heavy imports
+    from workbench import ledger
     print(ledger.show(a.model, include_mocker=a.include_mocker, chart=a.chart, tracking_uri=a.tracking_uri))
 
 def cmd_calibrate(a):
@@ -459,8 +462,9 @@ def cmd_calibrate(a):
 
 def cmd_reproduce(a):
     "Run a point again from its bundle (on its target, or --target) and print old against new; exit 3 when it does not reproduce."
-    from workbench import reproduce, tracking
-    tracking.check_store(a.tracking_uri, create=False)
+    from workbench.store import check_store
+    check_store(a.tracking_uri, create=False)
+    from workbench import reproduce
     rep = reproduce.reproduce(a.run_id, target=a.target, options=parse_params(a.option) or None, tracking_uri=a.tracking_uri)
     print(rep.text())
     if not rep.ok: raise SystemExit(3)

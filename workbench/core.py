@@ -9,10 +9,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['KERNEL_START_S', 'WorkbenchError', 'blocking_file', 'DiskFull', 'is_disk_full', 'fs_error', 'repo_root',
-           'recipes_dir', 'runs_root', 'runs_dir', 'canonical_json', 'content_hash', 'free_port', 'ipc_kernel_manager',
-           'mem_available', 'child_setup', 'stop_group', 'tail_text', 'unique_tmp', 'sweep_tmp', 'publish_dir',
-           'env_set']
+__all__ = ['KERNEL_START_S', 'CHART_RENDERER', 'WorkbenchError', 'blocking_file', 'DiskFull', 'is_disk_full', 'fs_error',
+           'repo_root', 'recipes_dir', 'runs_root', 'runs_dir', 'canonical_json', 'content_hash', 'free_port',
+           'ipc_kernel_manager', 'mem_available', 'child_setup', 'stop_group', 'tail_text', 'unique_tmp', 'sweep_tmp',
+           'publish_dir', 'load_altair', 'env_set']
 
 # %% ../nbs/00_core.ipynb #697f5076
 class WorkbenchError(Exception):
@@ -156,6 +156,17 @@ def publish_dir(tmp, dest) -> Path:
     try: os.rename(tmp, dest)
     except OSError: shutil.rmtree(tmp, ignore_errors=True)
     return Path(dest)
+
+# %% ../nbs/00_core.ipynb #cb40b42a
+CHART_RENDERER = {}   # renderer options waiting for altair's first import: {'name': 'png', 'ppi': 144}
+
+def load_altair():
+    "The altair module, with the renderer `report.static_charts` asked for switched on (once) when it was asked before altair was loaded."
+    import altair as alt
+    if CHART_RENDERER:
+        opts = dict(CHART_RENDERER); CHART_RENDERER.clear()
+        alt.renderers.enable(opts.pop('name'), **opts)
+    return alt
 
 # %% ../nbs/00_core.ipynb #b1e7cc16
 @contextmanager
