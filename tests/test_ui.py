@@ -160,7 +160,8 @@ def test_notebook_in_jupyterlab(demo, lab):
 
 def test_make_lab_opens_clean(tmp_path):
     """`make lab` starts JupyterLab as this user (root included), on 127.0.0.1, and opens the study notebook with its kernel; opening
-    never writes the notebook. (JupyterLab still marks it changed once the kernel reports its language_info, which nbdev_clean strips.)"""
+    never writes the notebook, and it opens clean: no unsaved-changes mark once the kernel has reported its kernelspec and
+    language_info (the study notebooks carry both as the kernel reports them)."""
     port, token = free_port(), secrets.token_hex(16)
     log = open(tmp_path/'lab.log', 'w')
     env = {**os.environ, 'JUPYTER_RUNTIME_DIR': str(tmp_path/'runtime'), 'JUPYTER_CONFIG_DIR': str(tmp_path/'config')}
@@ -177,6 +178,9 @@ def test_make_lab_opens_clean(tmp_path):
                    "e.getAttribute('title') || e.textContent || '')) || !!document.querySelector('[data-status=\"idle\"]')", 90, 'the kernel')
             time.sleep(3)
             p.screenshot(SHOTS/'make_lab.png')
+            tab = "[...document.querySelectorAll('.lm-TabBar-tab')].find(t => /motif_3\\.ipynb/.test(t.textContent))"
+            assert p.eval(f"!!{tab}"), 'no tab for the study notebook'
+            assert not p.eval(f"{tab}.classList.contains('jp-mod-dirty')"), 'the study notebook opened with unsaved changes'
             assert "model: str = 'motif-3'" in p.eval("document.querySelector('.jp-Notebook').textContent")   # the study, with its parameters
     finally:
         stop_group(proc); log.close()

@@ -13,6 +13,13 @@ STUDIES = ROOT/'nbs'/'studies'
 TEMPLATE = STUDIES/'study_template.py'
 KERNEL = {'kernelspec': {'display_name': 'python3', 'language': 'python', 'name': 'python3'}}
 
+def kernel_metadata() -> dict:
+    """The notebook metadata JupyterLab writes once the python3 kernel reports itself: the kernelspec `make venv` installs and
+    ipykernel's own `language_info` (this interpreter's version). A notebook that carries both opens clean: JupyterLab sets them
+    only when they differ (`settings.ini` lets `nbdev_clean` keep `language_info`)."""
+    from ipykernel.ipkernel import IPythonKernel
+    return {**KERNEL, 'language_info': dict(IPythonKernel.language_info)}
+
 def path_of(model:str) -> Path: return STUDIES/f"{model.replace('-', '_')}.ipynb"
 
 def render_text(model:str) -> str:
@@ -33,7 +40,7 @@ def render_text(model:str) -> str:
 def render(model:str):
     "The study notebook of `model` as a notebook object (clean metadata, python3 kernel, stable cell ids)."
     nb = jupytext.reads(render_text(model), fmt='py:percent')
-    nb.metadata = dict(KERNEL)
+    nb.metadata = kernel_metadata()
     for i, c in enumerate(nb.cells):
         tags = c.metadata.get('tags')
         c.metadata = {'tags': tags} if tags else {}
