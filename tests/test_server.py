@@ -3,8 +3,8 @@
 Eight studies, each a separate `workbench run` process started from its own working folder (its own cwd and WORKBENCH_RUNS),
 half as the admin and half as a teammate's account, log to one server at the same time (no 5xx answer in its log): every parent run, child run and metric must land in PostgreSQL and every artifact in the
 server's folder. A client with a wrong password gets one clear line and creates nothing. A second start is refused; a killed
-server starts again with its data. No password and a wrong one are refused for reads and writes; a teammate's account reads;
-the admin password is in no log and no artifact. Each test stops what it started, also when
+server starts again with its data; a PostgreSQL restarted under a running study loses no point. No password and a wrong one are
+refused for reads and writes; a teammate's account reads; the admin password is in no log and no artifact. Each test stops what it started, also when
 it fails: nothing is left running.
 Needs Debian's postgresql (tools/install_postgresql.sh; .ci/run installs it).
 """
@@ -223,3 +223,37 @@ def test_killed_server_starts_again(folder):
     assert server.stop(d) == [f'mlflow server (pid {st2["mlflow_pid"]})', f'PostgreSQL (pid {st2["postgres_pid"]})']
     assert gone(st2['mlflow_pid']) and gone(st2['postgres_pid']) and refused(st2['port']) and refused(st2['postgres_port'])
     assert server.status(d)['state'] == 'stopped' and server.stop(d) == []
+
+
+def test_postgres_restart_mid_study(folder):
+    "PostgreSQL restarted under a running study: the MLflow server reconnects, its client retries, and no point is lost or doubled."
+    d = folder/'server'
+    r = wb('server', 'start', '--dir', d, '--port', 0, env=env_for(folder), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    st, creds = server.status(d), server.client_env(d)
+    url, work = creds['MLFLOW_TRACKING_URI'], folder/'work'
+    work.mkdir()
+    proc = subprocess.Popen([str(BIN/'workbench'), *study_args('restarted', url)], cwd=work, env=env_for(work, **creds), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    os.environ.update(creds)
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and proc.poll() is None:       # the study has logged its first point: restart under it
+            if tracking.experiment_id(MODEL, url, create=False) and len(tracking.study_runs(MODEL, 'restarted', tracking_uri=url, status=None)): break
+            time.sleep(0.5)
+        assert proc.poll() is None, 'the study ended before PostgreSQL could be restarted'
+        L = server.Layout(d)
+        rs = server._as_pg([server.pg_bindir()/'pg_ctl', '-D', L.pgdata, '-l', L.pglog, '-m', 'fast', '-w', '-t', '60', 'restart'], server.pg_user(), timeout=90)
+        assert rs.returncode == 0, rs.stderr
+        assert server.status(d)['postgres_pid'] not in (None, st['postgres_pid'])
+        (out, err), rc = run_all({'restarted': proc}, timeout=900)['restarted']
+        assert rc == 0, err[-3000:]
+        kids = tracking.study_runs(MODEL, 'restarted', tracking_uri=url, status=None)
+        plan = plan_study(load_recipe(MODEL), None, GROUPS)
+        planned = kids[kids.concurrency.astype(int).isin(CONCS)]
+        assert len(planned) == sum(1 for p in plan if p.variant)*len(CONCS) and planned.run_id.is_unique, planned[['label', 'concurrency']]
+        assert set(kids.status) == {'FINISHED'} and tracking.find_study(MODEL, 'restarted', tracking_uri=url).info.status == 'FINISHED'
+    finally:
+        for k in creds: os.environ.pop(k, None)
+        if proc.poll() is None: os.killpg(proc.pid, signal.SIGKILL); proc.wait()
+    print(f'\nPostgreSQL restarted under the study (pid {st["postgres_pid"]} -> {server.status(d)["postgres_pid"]}); {len(kids)} points, none lost')

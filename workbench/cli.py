@@ -501,7 +501,7 @@ def cmd_demo(a):
     if nb is not None: print_summary(nb)
     return status
 
-# %% ../nbs/40_cli.ipynb #68c26ba1
+# %% ../nbs/40_cli.ipynb #de664de2
 class _Parser(argparse.ArgumentParser):
     "argparse, with its usage errors as one `error:` line and exit status 1, like every other refusal; `lazy_epilog` is computed for --help only."
     lazy_epilog = None
@@ -558,7 +558,7 @@ def _search_command(sub, models:list[str]):
     q.add_argument('--sla', metavar='ttft=MS,user=TOK_S', help="limits replacing the recipe's (itl=MS also accepted)")
     q.add_argument('--budget-s', type=float, default=60, help='seconds of search before the best are refined (default 60)')
     q.add_argument('--price', type=float, metavar='USD', help='USD per GPU-hour for the cost columns (default: workbench.search.USD_PER_GPU_HOUR, an assumed B200 price)')
-    q.add_argument('--load', type=float, metavar='TOK_S', help='offered load in output tok/s for GPU-hours/day (default: what the best recipe topology serves)')
+    q.add_argument('--load', type=float, metavar='TOK_S', help='offered load in output tok/s for GPU-hours/day (default: a fleet of copies of the best recipe topology at its SLA maximum; the summary says how many)')
     q.add_argument('--requests', type=int, default=300, help='requests per simulated point (default 300)')
     q.add_argument('--seed', type=int, default=42, help='workload and sampler seed (default 42)')
     q.add_argument('--top-k', type=int, default=3, help='configurations refined to their SLA maximum (default 3)')

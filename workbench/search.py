@@ -22,9 +22,9 @@ from . import report
 
 # %% auto #0
 __all__ = ['USD_PER_GPU_HOUR', 'TP_SIZES', 'DP_SIZES', 'MAX_NUM_SEQS', 'HOST_OFFLOAD_GB', 'MAX_CONCURRENCY', 'GRID_MAX',
-           'SPEC_OFF', 'START_CONCURRENCIES', 'PER_REPLICA_MAX', 'WORKER', 'Config', 'Space', 'search_space',
-           'config_variant', 'config_of', 'Evaluator', 'start_config', 'optuna_storage', 'gather', 'cost',
-           'SearchOutcome', 'check_search_args', 'search', 'landing', 'recommend', 'parse_sla']
+           'SPEC_OFF', 'START_CONCURRENCIES', 'PER_REPLICA_MAX', 'WORKER', 'FLEET_COPIES', 'Config', 'Space',
+           'search_space', 'config_variant', 'config_of', 'Evaluator', 'start_config', 'optuna_storage', 'gather',
+           'cost', 'SearchOutcome', 'check_search_args', 'search', 'landing', 'recommend', 'parse_sla']
 
 # %% ../nbs/24_search.ipynb #dc44a87c
 USD_PER_GPU_HOUR = 5.0      # ASSUMED default price of one B200 GPU-hour in USD (a round on-demand cloud figure; pass yours as price)
@@ -388,7 +388,9 @@ def _run_grid(ev:Evaluator, configs:list[Config], *, budget_s:float) -> int:
         if (v := ev.variant(cfg)) is not None: ev.sla_max(v)
     return len(configs)
 
-# %% ../nbs/24_search.ipynb #c8c5a2e3
+# %% ../nbs/24_search.ipynb #15e1792d
+FLEET_COPIES = 10   # the default offered load: this many copies of the best recipe topology at its SLA maximum
+
 def cost(tok_s_per_gpu:float|None, gpus:int, *, usd_per_gpu_hour:float=USD_PER_GPU_HOUR, load_tok_s:float|None=None) -> dict:
     "$ per million output tokens, and GPU-hours per day for whole copies of a `gpus`-GPU deployment serving `load_tok_s` output tok/s."
     if not tok_s_per_gpu: return {'usd_per_mtok': None, 'gpu_hours_day': None, 'copies': None}
@@ -434,7 +436,7 @@ def _references(ev:Evaluator) -> pd.DataFrame:
         rows.append(_row(rv, ev.sla_max(rv), _ref_label(rv), ev.sla))
     return pd.DataFrame(rows, columns=list(_row(recipe_variant(ev.space.recipe), None, '', ev.sla)))
 
-# %% ../nbs/24_search.ipynb #212c3f71
+# %% ../nbs/24_search.ipynb #de35f692
 @dataclass
 class SearchOutcome:
     "What a search found: every point, the refined ranking, the recipe's references, refusals, timings and the cost inputs."
@@ -543,7 +545,7 @@ def search(model:str|Recipe, *, gpus:int|None=None, sla:SLA|None=None, budget_s:
     ranking = _rank(ev, max(2, top_k))
     ok = refs.dropna(subset=['output_tok_s_per_gpu'])
     best_ref = ok.loc[ok.output_tok_s_per_gpu.idxmax()] if len(ok) else None
-    load = load_tok_s or (best_ref.output_tok_s_per_gpu*best_ref.gpus if best_ref is not None else None)
+    load = load_tok_s or (FLEET_COPIES*best_ref.output_tok_s_per_gpu*best_ref.gpus if best_ref is not None else None)
     ref = best_ref.output_tok_s_per_gpu if best_ref is not None else None
     return SearchOutcome(space=space, sla=sla, evaluator=ev, strategy=strategy, trials=trials, ranking=_with_cost(ranking, usd_per_gpu_hour, load, ref),
                          references=_with_cost(refs, usd_per_gpu_hour, load, ref), search_s=t1 - t0, refine_s=time.monotonic() - t1,
