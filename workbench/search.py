@@ -24,7 +24,8 @@ from . import report
 __all__ = ['USD_PER_GPU_HOUR', 'TP_SIZES', 'DP_SIZES', 'MAX_NUM_SEQS', 'HOST_OFFLOAD_GB', 'MAX_CONCURRENCY', 'GRID_MAX',
            'SPEC_OFF', 'START_CONCURRENCIES', 'PER_REPLICA_MAX', 'WORKER', 'FLEET_COPIES', 'Config', 'Space',
            'search_space', 'config_variant', 'config_of', 'Evaluator', 'start_config', 'optuna_storage', 'gather',
-           'cost', 'SearchOutcome', 'check_search_args', 'search', 'landing', 'recommend', 'parse_sla']
+           'cost', 'SearchOutcome', 'check_search_args', 'search', 'landing', 'landing_verdict', 'recommend',
+           'parse_sla']
 
 # %% ../nbs/24_search.ipynb #dc44a87c
 USD_PER_GPU_HOUR = 5.0      # ASSUMED default price of one B200 GPU-hour in USD (a round on-demand cloud figure; pass yours as price)
@@ -551,15 +552,22 @@ def search(model:str|Recipe, *, gpus:int|None=None, sla:SLA|None=None, budget_s:
                          references=_with_cost(refs, usd_per_gpu_hour, load, ref), search_s=t1 - t0, refine_s=time.monotonic() - t1,
                          requests=requests, seed=seed, budget_s=budget_s, usd_per_gpu_hour=usd_per_gpu_hour, load_tok_s=load, points=ev.frame())
 
-# %% ../nbs/24_search.ipynb #45a1c1b8
+# %% ../nbs/24_search.ipynb #962b643e
 def landing(out:SearchOutcome) -> str:
     "Where the search's best lands relative to the recipe, in the sim's own numbers."
     w, r = out.winner, out.reference
     if w is None: return f'the search found no configuration of {out.model} that meets the SLA within {out.space.gpus} GPUs'
     if r is None: return f'search best: {w.label} at {w.output_tok_s_per_gpu:.1f} tok/s/GPU (simulated); no recipe topology fits {out.space.gpus} GPUs and meets the SLA to compare with'
     pct = 100*(w.output_tok_s_per_gpu/r.output_tok_s_per_gpu - 1)
+    band = w.get('delta_band')
     return (f'search best: {w.label} at {w.output_tok_s_per_gpu:.1f} tok/s/GPU vs {r.label} at {r.output_tok_s_per_gpu:.1f} '
-            f'({pct:+.1f}%): {"at least as good as" if pct >= 0 else "below"} the recipe (simulated, same load and seed; started from the baseline)')
+            f'({pct:+.1f}%): {landing_verdict(pct/100, band)} (simulated, same load and seed; started from the baseline)')
+
+def landing_verdict(delta:float, band:float|None) -> str:
+    "How a search best that differs from the recipe by `delta` (a fraction) compares, given the band of a simulated difference."
+    if band is None or pd.isna(band): return 'at least as good as the recipe' if delta >= 0 else 'below the recipe'
+    if delta >= 0: return f'better than the recipe, beyond the band \u00b1{band:.0%}' if delta > band else f'at least as good as the recipe (within the band \u00b1{band:.0%})'
+    return f'level with the recipe: {-delta:.1%} below it, within the band \u00b1{band:.0%} (not told apart)' if -delta <= band else f'below the recipe, beyond the band \u00b1{band:.0%}'
 
 def recommend(ranking:pd.DataFrame, measured:dict[str, float]|None=None) -> dict:
     "Keep the winner only when its lead over the runner-up exceeds the delta band (and `measured` tok/s/GPU, when given, agrees on the order)."
