@@ -72,7 +72,7 @@ class _Bar:
         from IPython.display import Markdown
         self.handle.update(Markdown(f'`{text}`')); self.bar.close(); self.label.close()
 
-# %% ../nbs/07_progress.ipynb #20e81f86
+# %% ../nbs/07_progress.ipynb #b81dcd26
 class Progress:
     "A study's progress: events appended to `path` (JSON lines) and shown as a widget bar in Jupyter or printed lines elsewhere."
     def __init__(self, path, total:int, *, title:str='study', show:bool=True, now:Callable[[], float]=time.monotonic):
@@ -102,7 +102,8 @@ class Progress:
         if key != 'reused': self.work_s += t - self._last
         self._last = t
         ran = self.counts['ran'] + self.counts['failed']
-        eta = self.work_s/ran*(self.n - self.i) if ran else None
+        if self.i > self.n: self.n = self.i                     # more points than estimated (a search's count is one): never past the end
+        eta = self.work_s/ran*(self.n - self.i) if ran and self.i < self.n else None if self.i < self.n else 0.0
         self._emit({'kind': 'point', 'i': self.i, 'n': self.n, 'name': name, 'status': status, 'elapsed_s': round(t - self.t0, 1),
                     'eta_s': None if eta is None else round(eta, 1), **fields})
 
