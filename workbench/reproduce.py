@@ -18,22 +18,27 @@ from .layout import workload_source, all_metrics
 from . import tracking, report
 
 # %% auto #0
-__all__ = ['BUNDLE_VERSION', 'SECRET_WORDS', 'ENV_PREFIXES', 'COMPARED', 'BAND_OF', 'environment', 'versions', 'images_of',
-           'variant_record', 'variant_of', 'spec_from_command', 'workers_from_graph', 'workload_record',
-           'acceptance_record', 'target_options', 'local_max_len', 'run_record', 'commands', 'point_bundle', 'rerun',
-           'noise', 'compare', 'Reproduction', 'load_bundle', 'reproduce']
+__all__ = ['BUNDLE_VERSION', 'SECRET_WORDS', 'ENV_PREFIXES', 'COMPARED', 'BAND_OF', 'HOST_SPREAD', 'load_per_core', 'environment',
+           'versions', 'images_of', 'variant_record', 'variant_of', 'spec_from_command', 'workers_from_graph',
+           'workload_record', 'acceptance_record', 'target_options', 'local_max_len', 'run_record', 'commands',
+           'point_bundle', 'rerun', 'host_spread', 'sampling', 'noise', 'compare', 'Reproduction', 'load_bundle',
+           'reproduce']
 
-# %% ../nbs/25_reproduce.ipynb #81467067
+# %% ../nbs/25_reproduce.ipynb #3b063b51
 BUNDLE_VERSION = 1
 SECRET_WORDS = ('PASSWORD', 'TOKEN', 'SECRET', 'KEY', 'CREDENTIAL', 'AUTH')
 ENV_PREFIXES = ('WORKBENCH_', 'DYN_', 'NATS_', 'HF_', 'CUDA_', 'OMP_', 'VLLM_', 'AIPERF_', 'MLFLOW_TRACKING_URI')
 
+def load_per_core() -> float:
+    "The host's 1-minute load average per CPU (how busy the machine a measured point ran on was)."
+    return round(os.getloadavg()[0]/(os.cpu_count() or 1), 2)
+
 def environment() -> dict:
-    "Where a point ran: Python, OS, machine, CPUs, host, the checkout's commit, and the variables that steer the stack (never credentials)."
+    "Where a point ran: Python, OS, machine, CPUs and their load (1-minute average per core), host, the checkout's commit, and the variables that steer the stack (never credentials)."
     env = {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES) and not any(w in k.upper() for w in SECRET_WORDS)}
     if 'MLFLOW_TRACKING_URI' in env: env['MLFLOW_TRACKING_URI'] = re.sub(r'//[^/@]*@', '//', env['MLFLOW_TRACKING_URI'])
     return {'python': sys.version.split()[0], 'platform': platform.platform(), 'machine': platform.machine(), 'cpus': os.cpu_count(),
-            'host': socket.gethostname(), 'git': tracking.git_sha(), 'env': env}
+            'load_per_core': load_per_core(), 'host': socket.gethostname(), 'git': tracking.git_sha(), 'env': env}
 
 def versions(target:str) -> dict:
     "Package versions (`tracking.package_versions`), and for simulated points the simulator's own (physics, profile format)."
@@ -258,7 +263,7 @@ def rerun(b:dict, target:str|None=None, options:dict|None=None) -> tuple[BenchRe
     finally: t.teardown()
     return r, notes
 
-# %% ../nbs/25_reproduce.ipynb #1688c773
+# %% ../nbs/25_reproduce.ipynb #ce028ff5
 COMPARED = (('output_tok_s_per_gpu', 'avg', 'tok/s/GPU'), ('time_to_first_token', 'p50', 'TTFT p50 (ms)'),
             ('inter_token_latency', 'p50', 'ITL p50 (ms)'), ('output_token_throughput_per_user', 'p50', 'tok/s/user p50'),
             ('request_latency', 'p50', 'latency p50 (ms)'))
@@ -267,27 +272,38 @@ BAND_OF = {'output_tok_s_per_gpu': 'output_token_throughput'}
 def _stat(r:BenchResult, metric:str, stat:str) -> float|None:
     return r.output_tok_s_per_gpu if metric == 'output_tok_s_per_gpu' else r.value(metric, stat)
 
-def noise(r:BenchResult, metric:str, *, z:float=3.0, floor:float=0.08) -> float:
-    "Relative tolerance between two runs of measured point `r` for `metric` (see above)."
-    m = r.metrics.get('request_latency' if metric == 'output_tok_s_per_gpu' else metric)
-    if m is None or not m.avg or m.std is None or r.request_count < 2: return floor
-    return max(floor, z*math.sqrt(2)*1.25*m.std/m.avg/math.sqrt(r.request_count))
+HOST_SPREAD = ((1.0, 0.025), (math.inf, 0.05))     # (load per core up to, run-to-run relative standard deviation)
 
-def compare(old:BenchResult, new:BenchResult, *, exact:bool=False) -> pd.DataFrame:
-    "Old against new per compared statistic: values, relative change, tolerance ('exact' or a share) and whether it holds."
+def host_spread(load:float|None) -> float:
+    "Run-to-run relative spread of a measured point on a host with `load` per core (None: unknown, counted as loaded)."
+    if load is None: return HOST_SPREAD[-1][1]
+    return next(s for top, s in HOST_SPREAD if load <= top)
+
+def sampling(r:BenchResult, metric:str) -> float:
+    "Relative standard error of `metric`'s statistic within run `r` (unknown spread: the loaded host's)."
+    m = r.metrics.get('request_latency' if metric == 'output_tok_s_per_gpu' else metric)
+    if m is None or not m.avg or m.std is None or r.request_count < 2: return HOST_SPREAD[-1][1]
+    return 1.25*m.std/m.avg/math.sqrt(r.request_count)
+
+def noise(old:BenchResult, new:BenchResult, metric:str, *, loads:tuple=(None, None), z:float=3.0) -> float:
+    "Relative tolerance between measured runs `old` and `new` (hosts at `loads` per core) for `metric` (see above)."
+    return z*math.sqrt(sum(sampling(r, metric)**2 for r in (old, new)) + sum(host_spread(x)**2 for x in loads))
+
+def compare(old:BenchResult, new:BenchResult, *, exact:bool=False, loads:tuple=(None, None)) -> pd.DataFrame:
+    "Old against new per compared statistic: values, relative change, tolerance ('exact' or a share; hosts at `loads`) and whether it holds."
     from workbench.sim.trust import combine
     rows = []
     for metric, stat, label in COMPARED:
         a, b = _stat(old, metric, stat), _stat(new, metric, stat)
         if a is None and b is None: continue
         if exact: tol = 0.0
-        else: tol = combine(old.error_band.get(BAND_OF.get(metric, metric)) if old.target != new.target else None, noise(old, metric))
+        else: tol = combine(old.error_band.get(BAND_OF.get(metric, metric)) if old.target != new.target else None, noise(old, new, metric, loads=loads))
         change = None if a is None or b is None or a == 0 else b/a - 1
         ok = (a == b) if exact else (change is not None and abs(change) <= tol)
         rows.append({'metric': label, 'old': a, 'new': b, 'change': change, 'tolerance': 'exact' if exact else f'\u00b1{100*tol:.1f}%', 'ok': ok})
     return pd.DataFrame(rows)
 
-# %% ../nbs/25_reproduce.ipynb #bfd2e152
+# %% ../nbs/25_reproduce.ipynb #4ca86feb
 class Reproduction(BaseModel):
     "A point run again: the run, the targets, old and new results, the comparison, and the verdict."
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -333,5 +349,7 @@ def reproduce(run_id:str, *, target:str|None=None, options:dict|None=None, track
     old = tracking.point_result(run_id, tracking_uri=tracking_uri)
     new, notes = rerun(b, target, options)
     exact = b['target'] == 'sim' and (target or 'sim') == 'sim' and not options
+    loads = (b['environment'].get('load_per_core'), load_per_core())
+    if not exact: notes.append('host load per core: ' + ' -> '.join('unknown' if x is None else f'{x:.2f}' for x in loads))
     return Reproduction(run_id=run_id, target=b['target'], new_target=target or b['target'], old=old, new=new,
-                        table=compare(old, new, exact=exact), exact=exact, notes=notes)
+                        table=compare(old, new, exact=exact, loads=loads), exact=exact, notes=notes)
