@@ -4,7 +4,8 @@ Eight studies, each a separate `workbench run` process started from its own work
 half as the admin and half as a teammate's account, log to one server at the same time (no 5xx answer in its log): every parent run, child run and metric must land in PostgreSQL and every artifact in the
 server's folder. A client with a wrong password gets one clear line and creates nothing. A second start is refused; a killed
 server starts again with its data; a PostgreSQL restarted under a running study loses no point. No password and a wrong one are
-refused for reads and writes; a teammate's account reads; the admin password is in no log and no artifact. Each test stops what it started, also when
+refused for reads and writes; a teammate's account reads; on a server started with default permission READ a teammate reads
+and cannot write while one granted EDIT writes; the admin password is in no log and no artifact. Each test stops what it started, also when
 it fails: nothing is left running.
 Needs Debian's postgresql (tools/install_postgresql.sh; .ci/run installs it).
 """
@@ -166,7 +167,7 @@ def call(url:str, path:str, user:str|None=None, password:str|None=None, body:dic
 
 
 def test_credentials_and_permissions(folder):
-    "No password and a wrong one are refused for reads and writes; a teammate's account reads; the admin password is logged nowhere."
+    "No password and a wrong one are refused for reads and writes; a teammate's account reads; on a server whose default is READ a teammate reads and cannot write, a granted one writes; the admin password is logged nowhere."
     r = wb('server', 'start', '--dir', folder/'server', '--port', 0, env=env_for(folder), timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     url, pw = server.status(folder/'server')['url'], (folder/'server'/'secrets'/'admin_password').read_text().strip()
@@ -186,6 +187,23 @@ def test_credentials_and_permissions(folder):
     assert call(url, 'runs/create', 'admin', pw, {'experiment_id': eid}) == 200
     leaks = [p for p in (folder/'server').rglob('*') if p.is_file() and 'secrets' not in p.parts and pw.encode() in p.read_bytes()]
     assert not leaks and pw not in r.stdout + r.stderr, leaks                      # no log, no artifact, no output holds it
+    assert wb('server', 'stop', '--dir', folder/'server', env=env_for(folder)).returncode == 0
+
+    # a read-only teammate: MLflow floors every positive grant at the server's default, so the server starts with READ and
+    # the writers get EDIT grants; the reader reads and is refused writes, a granted writer writes
+    r = wb('server', 'start', '--dir', folder/'server', '--port', 0, '--default-permission', 'READ', env=env_for(folder), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    url = server.status(folder/'server')['url']
+    os.environ.update({'MLFLOW_TRACKING_USERNAME': 'admin', 'MLFLOW_TRACKING_PASSWORD': pw})
+    try:
+        auth = get_app_client('basic-auth', tracking_uri=url)
+        auth.create_user('writer', 'writer-has-12-chars')
+        auth.grant_user_permission('writer', 'experiment', eid, 'EDIT')
+    finally:
+        for k in ('MLFLOW_TRACKING_USERNAME', 'MLFLOW_TRACKING_PASSWORD'): os.environ.pop(k, None)
+    assert call(url, f'experiments/get?experiment_id={eid}', 'reader', 'reader-has-12-chars') == 200
+    assert call(url, 'runs/create', 'reader', 'reader-has-12-chars', {'experiment_id': eid}) == 403     # read, never write
+    assert call(url, 'runs/create', 'writer', 'writer-has-12-chars', {'experiment_id': eid}) == 200     # the grant lets the writer log
     assert wb('server', 'stop', '--dir', folder/'server', env=env_for(folder)).returncode == 0
 
 

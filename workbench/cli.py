@@ -232,7 +232,7 @@ def cmd_render(a):
     for f in files.values(): print(f)
     print(f'{len(files)} manifests for {v!r} (DGD validated against the CRD)')
 
-# %% ../nbs/40_cli.ipynb #415cd75c
+# %% ../nbs/40_cli.ipynb #c9036219
 def failed_points(model:str, study:str, uri:str|None=None) -> tuple[list[dict], int]:
     "The points of `study` that have no FINISHED run, with the cause of their latest failure; and how many points finished."
     from workbench import tracking
@@ -402,7 +402,7 @@ def cmd_server(a):
         if a.action == 'start': check_writable_dir(d, 'server folder', f'{a.action} the tracking server')
         elif d.exists() and not d.is_dir(): raise WorkbenchError(f'server folder {d} is a file', f'{a.action} the tracking server', 'pass the folder given to `workbench server start --dir`')
     if a.action == 'start' and a.port != 0: tracking.check_port(a.port, 'start the tracking server')
-    kw = {'port': a.port, 'admin_password_file': a.admin_password_file} if a.action == 'start' else {}
+    kw = {'port': a.port, 'admin_password_file': a.admin_password_file, 'default_permission': a.default_permission} if a.action == 'start' else {}
     print(server.command(a.action, a.dir, **kw))
 
 # %% ../nbs/40_cli.ipynb #9a061e38
@@ -501,7 +501,7 @@ def cmd_demo(a):
     if nb is not None: print_summary(nb)
     return status
 
-# %% ../nbs/40_cli.ipynb #de664de2
+# %% ../nbs/40_cli.ipynb #2b6fec28
 class _Parser(argparse.ArgumentParser):
     "argparse, with its usage errors as one `error:` line and exit status 1, like every other refusal; `lazy_epilog` is computed for --help only."
     lazy_epilog = None
@@ -550,6 +550,7 @@ def _other_commands(sub, models:list[str]):
     v = sub.add_parser('server', help='shared MLflow tracking server (PostgreSQL, basic auth) on 127.0.0.1'); v.set_defaults(fn=cmd_server)
     v.add_argument('action', choices=['start', 'stop', 'status']); v.add_argument('--dir', help='server folder (default runs/server)')
     v.add_argument('--port', type=int, default=5000, help='MLflow port (0: any free port)'); v.add_argument('--admin-password-file', help='file with the admin password (default: $MLFLOW_AUTH_ADMIN_PASSWORD, else generated)')
+    v.add_argument('--default-permission', default='EDIT', help="what every user may do where no grant says otherwise (default EDIT; READ: read-only unless granted EDIT)")
 
 def _search_command(sub, models:list[str]):
     "`search`."
