@@ -188,10 +188,10 @@ def test_make_lab_opens_clean(tmp_path):
 
 
 def test_report_offline(demo):
-    "The HTML report opens with the network off: every chart loads (embedded), nothing is fetched, every point links to its run."
+    "The HTML report opens with the network off: every chart loads (embedded), nothing is fetched, every point links to its run; it fits 1,280 px."
     _, folder, _ = demo
     page = folder/'report.html'
-    with Page(1300, 1000, offline=True) as p:
+    with Page(1280, 1000, offline=True) as p:
         p.goto(page.as_uri())
         p.wait("document.readyState === 'complete'", 30)
         imgs = p.eval("[...document.images].map(i => [i.alt, i.complete && i.naturalWidth > 300])")
@@ -199,6 +199,7 @@ def test_report_offline(demo):
         assert p.eval("document.scripts.length") == 0
         assert p.eval("performance.getEntriesByType('resource').filter(e => e.name.startsWith('http')).length") == 0
         assert 'SIMULATED' in p.eval('document.body.innerText')
+        assert p.eval("document.documentElement.scrollWidth <= document.documentElement.clientWidth"), 'the page scrolls sideways at 1,280 px'
         p.screenshot(SHOTS/'report_top.png')
         p.eval("document.images[0].scrollIntoView({block: 'start'}) || true"); time.sleep(0.5)
         p.screenshot(SHOTS/'report_charts.png')

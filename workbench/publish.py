@@ -33,27 +33,28 @@ def point_runs(out:StudyOutcome) -> dict[tuple[str, int], str]:
     runs = runs.assign(start=[tracking.client(out.tracking_uri).get_run(r).info.start_time for r in runs.run_id]).sort_values('start')
     return {(h, int(c)): rid for h, c, rid in zip(runs.variant_hash, runs.concurrency, runs.run_id)}
 
-# %% ../nbs/34_publish.ipynb #5fadafbe
+# %% ../nbs/34_publish.ipynb #838aeb02
 CHARTS = ('pareto', 'published_vs_reproduced', 'group_deltas', 'overlap_vs_reuse')
 _CSS = ('body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:24px auto;max-width:1200px;color:#222;padding:0 16px}'
         'h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}'
         '.banner{background:#FFF4E5;border-left:4px solid #F58518;padding:8px 12px;margin:12px 0}'
         'table{border-collapse:collapse;font-size:12px;margin:6px 0}th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:left}'
         'th{background:#f6f6f6}.n{text-align:right}img{max-width:100%;margin:10px 0;border:1px solid #eee}'
-        'pre{background:#f8f8f8;padding:10px;overflow-x:auto;font-size:12px}.muted{color:#666;font-size:12px}')
+        '.tw{overflow-x:auto}pre{background:#f8f8f8;padding:10px;overflow-x:auto;font-size:12px}.muted{color:#666;font-size:12px}')
 
 def html_table(df:pd.DataFrame, *, links:list[str|None]|None=None, link_text:str='MLflow run') -> str:
     "`df` (rounded by `report.rounded`) as an escaped HTML table, with a link column when `links` is given."
     r = report.rounded(df)
     num = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) or c == 'band' for c in df.columns if c in r.columns]
     cls = lambda n: ' class="n"' if n else ''
-    head = ''.join(f'<th{cls(n)}>{html.escape(str(c))}</th>' for c, n in zip(r.columns, num)) + ('<th>run</th>' if links is not None else '')
+    brk = lambda x, at: html.escape(str(x)).replace(at, at + '<wbr>')     # long names may break after _ (headers) or , (values)
+    head = ''.join(f'<th{cls(n)}>{brk(c, "_")}</th>' for c, n in zip(r.columns, num)) + ('<th>run</th>' if links is not None else '')
     rows = []
     for i, (_, row) in enumerate(r.iterrows()):
-        cells = ''.join(f'<td{cls(n)}>{html.escape(str(v))}</td>' for v, n in zip(row, num))
+        cells = ''.join(f'<td{cls(n)}>{brk(v, ",")}</td>' for v, n in zip(row, num))
         if links is not None: cells += f'<td><a href="{html.escape(links[i])}">{link_text}</a></td>' if links[i] else '<td></td>'
         rows.append(f'<tr>{cells}</tr>')
-    return f'<table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>' if len(r) else '<p class="muted">(none)</p>'
+    return f'<div class="tw"><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>' if len(r) else '<p class="muted">(none)</p>'
 
 def _img(path:Path) -> str:
     "An <img> with the PNG at `path` embedded."

@@ -315,7 +315,7 @@ def published_chart(table:pd.DataFrame, *, metric_title:str='output tok/s/GPU', 
         title or f'{models} on {targets}: published vs reproduced {metric_title}', source_line(t.assign(provenance=t.provenance), basis=basis),
         'Above each reproduced bar: reproduced \u00f7 published. Published figures and their sources: the recipe.'))
 
-# %% ../nbs/31_report.ipynb #289e6b46
+# %% ../nbs/31_report.ipynb #d629a1c1
 def deltas_chart(deltas:pd.DataFrame, *, reference:str='recipe', title:str|None=None, basis:str='') -> alt.LayerChart:
     "Horizontal bars of `delta_pct` per variant (a `group_deltas` frame), grouped by setting group, with the change's band (`band_pct`) as whiskers when given; rows without a bar say why."
     alt = load_altair()                  # imported where charts are drawn: altair takes seconds to import
@@ -327,6 +327,7 @@ def deltas_chart(deltas:pd.DataFrame, *, reference:str='recipe', title:str|None=
                  if pd.notna(v) else ('not modelled' if not m else 'misses the SLA at every concurrency')
                  for v, m, b in zip(d.delta_pct, d.modelled.astype(bool), bands)]
     d['lo'], d['hi'] = d.delta_pct - bands, d.delta_pct + bands
+    d['tx'] = d.hi.where(d.delta_pct >= 0, d.lo).fillna(d.delta_pct)       # labels sit past the whisker's end, never on it
     many = d.target.nunique() > 1
     d['row'] = d.label + (' (' + d.target + ')' if many else '')
     d = d.assign(_r=d.group.map(_group_rank)).sort_values(['_r', 'row'], kind='stable')
@@ -340,8 +341,8 @@ def deltas_chart(deltas:pd.DataFrame, *, reference:str='recipe', title:str|None=
                       scale=alt.Scale(domain=groups, range=[GROUP_COLORS.get(g, OTHER_COLORS[0]) for g in groups]))
     has = d[d.delta_pct.notna()]
     layers = [alt.Chart(has).mark_bar(height=14).encode(y=y, x=x, color=color, tooltip=['label', 'group', 'concurrency', alt.Tooltip('delta_pct:Q', format='+.1f'), 'provenance']),
-              alt.Chart(has[has.delta_pct >= 0]).mark_text(align='left', dx=4, fontSize=11).encode(y=y, x=x, text='text:N'),
-              alt.Chart(has[has.delta_pct < 0]).mark_text(align='right', dx=-4, fontSize=11).encode(y=y, x=x, text='text:N'),
+              alt.Chart(has[has.delta_pct >= 0]).mark_text(align='left', dx=4, fontSize=11).encode(y=y, x=alt.X('tx:Q', scale=scale), text='text:N'),
+              alt.Chart(has[has.delta_pct < 0]).mark_text(align='right', dx=-4, fontSize=11).encode(y=y, x=alt.X('tx:Q', scale=scale), text='text:N'),
               alt.Chart(d[d.delta_pct.isna()].assign(delta_pct=0.0)).mark_text(align='left', dx=4, fontSize=11, color='#777', fontStyle='italic').encode(y=y, x=x, text='text:N'),
               alt.Chart(pd.DataFrame({'x': [0]})).mark_rule(color='black').encode(x='x:Q')]
     if has.lo.notna().any():
