@@ -14,8 +14,10 @@ PYTEST_ARGS ?=
 $(VENV)/.installed: settings.ini setup.py
 	@command -v uv >/dev/null 2>&1 || { python3 -m venv $(VENV) && $(VENV)/bin/pip install -q uv; }
 	$(UV) venv -q --allow-existing -p python3.11 $(VENV) 2>/dev/null || $(UV) venv -q --allow-existing $(VENV)
-	$(UV) pip install -q -p $(PY) -e ".[dev]"
-	$(UV) pip install -q -p $(PY) --no-deps $$($(PY) tools/settings.py nodeps_requirements)
+	@# --compile-bytecode: uv (unlike pip) writes no .pyc by default, and where PYTHONDONTWRITEBYTECODE is set (CI, containers) no
+	@# import ever writes them: every process would compile pandas, matplotlib, mlflow... again (the first notebook cell 2.7 s -> 0.75 s)
+	$(UV) pip install -q --compile-bytecode -p $(PY) -e ".[dev]"
+	$(UV) pip install -q --compile-bytecode -p $(PY) --no-deps $$($(PY) tools/settings.py nodeps_requirements)
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name python3 >/dev/null   # the name the notebooks carry: JupyterLab leaves their metadata as it is
 	@# dash (an aiperf dependency) ships a source lab extension that makes JupyterLab ask for a rebuild on every open
 	$(VENV)/bin/jupyter labextension uninstall --no-build @plotly/dash-jupyterlab >/dev/null 2>&1 || true

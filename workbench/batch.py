@@ -271,7 +271,7 @@ def run_batch(spec:BatchSpec, *, run:Callable, batch:str|None=None, overrides:di
     tracking.log_files(c, rid, [folder/'points.json'], 'batch')
     return doc
 
-# %% ../nbs/36_batch.ipynb #a00750b5
+# %% ../nbs/36_batch.ipynb #325e16c0
 def reference_path(spec:BatchSpec, reference:str|None=None) -> Path|None:
     "The reference file of the batch (`reference` overrides the batch file's); None for `mlflow` or none."
     ref = reference or spec.reference
@@ -299,7 +299,7 @@ def load_reference(spec:BatchSpec, reference:str|None=None) -> dict|None:
 def _run_doc(run_id:str, uri:str|None) -> dict:
     "The batch document a batch run logged (`batch/points.json`)."
     with tempfile.TemporaryDirectory() as d, _quiet():
-        try: return json.loads(Path(tracking._retry(tracking.client(uri).download_artifacts, run_id, 'batch/points.json', d)).read_text())
+        try: return json.loads(Path(tracking.download(tracking.client(uri), run_id, 'batch/points.json', d)).read_text())
         except Exception as e: raise WorkbenchError(f'batch run {run_id} has no batch/points.json ({str(e)[:200]})', 'read a batch from MLflow', 'run the batch again') from None
 
 # %% ../nbs/36_batch.ipynb #5d058cc2

@@ -21,7 +21,7 @@ from .store import (tracking_uri, sqlite_path, template_db, fresh_store, RETRIES
 # %% auto #0
 __all__ = ['PACKAGES', 'IDENTITY', 'git_sha', 'package_versions', 'source_tags', 'flatten', 'log_batch', 'StudyRun', 'find_study',
            'set_study_view', 'failure_text', 'study_run', 'log_files', 'log_texts', 'log_notebook', 'log_calibration',
-           'log_section', 'point_key', 'provenance_of', 'PointRun', 'point_run', 'log_point', 'find_point',
+           'log_section', 'point_key', 'provenance_of', 'PointRun', 'point_run', 'log_point', 'find_point', 'download',
            'point_result', 'mark_stale_runs', 'study_runs', 'compare', 'serve_ui', 'ui', 'chromium', 'browse']
 
 # %% ../nbs/30_tracking.ipynb #da8f9bde
@@ -312,7 +312,7 @@ def log_point(study:StudyRun, r:BenchResult, sla:SLA, *, settings:dict, group:st
         p.log_result(r, sla, manifests=manifests, exports=exports, charts=charts, bundle=bundle)
     return p.run_id
 
-# %% ../nbs/30_tracking.ipynb #a7bbb056
+# %% ../nbs/30_tracking.ipynb #61612e2b
 def _experiment(experiment:str, uri:str|None) -> str|None:
     "Experiment id of `experiment`, given as a model name or an id."
     eid = experiment_id(experiment, uri, create=False)
@@ -329,11 +329,17 @@ def find_point(experiment:str, key:str, *, tracking_uri:str|None=None):
                   order_by=['attributes.start_time DESC'], max_results=1)
     return runs[0] if runs else None
 
+def download(c, run_id:str, path:str, dst) -> str:
+    "MLflow client `c`'s download of artifact `path` of `run_id` into `dst` (retried while the store is locked), without MLflow's progress bars."
+    from workbench.core import env_set
+    with env_set(MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR=os.environ.get('MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR', 'false')):   # small files, many of them
+        return _retry(c.download_artifacts, run_id, path, dst)
+
 def point_result(run, *, tracking_uri:str|None=None) -> BenchResult:
     "The `BenchResult` a child run logged (`run` is an MLflow Run or a run id)."
     rid = run if isinstance(run, str) else run.info.run_id
     with tempfile.TemporaryDirectory() as d:
-        try: p = _retry(client(tracking_uri).download_artifacts, rid, 'bench_result.json', d)
+        try: p = download(client(tracking_uri), rid, 'bench_result.json', d)
         except Exception as e: raise WorkbenchError(f'run {rid} has no bench_result.json ({e})', 'read a logged point', 'measure the point again') from None
         return BenchResult.model_validate_json(Path(p).read_text())
 

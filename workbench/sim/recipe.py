@@ -207,7 +207,7 @@ def calibration(models=None, *, held_out=(), exclude=(), prior_sd:float=PRIOR_SD
     return calibrate(pts, evaluate, held_out=sorted(set(held_out) | set(baselines(pts))), exclude=exclude, prior_sd=prior_sd, start=start,
                      versions=sim_versions(), assumptions={'calibration_seed': CAL_SEED}, store=store, workers=workers, progress=progress, **fit_kw)
 
-# %% ../../nbs/10f_sim_recipe.ipynb #59a4eec4
+# %% ../../nbs/10f_sim_recipe.ipynb #b3038064
 def validation_path() -> Path:
     "The shipped validation (`recipes/sim-validation.json`)."
     return recipes_dir()/'sim-validation.json'
@@ -222,10 +222,16 @@ def shipped_validation() -> dict:
     if key not in _SHIPPED: _SHIPPED.clear(); _SHIPPED[key] = json.loads(p.read_text())
     return _SHIPPED[key]
 
+_INPUTS: dict = {}   # (simulator versions, the recipe as JSON) -> inputs_hash: asked for by every simulated point's band
+
 def inputs_hash(recipe) -> str:
     "Hash of everything a model's calibration and validation depend on."
-    return content_hash({'versions': sim_versions(), 'points': [p.model_dump(mode='json') for p in published_points(recipe)],
-                         'effects': [e.model_dump(mode='json') for e in recipe.published_effects]})
+    key = (json.dumps(sim_versions(), sort_keys=True), recipe.model_dump_json())
+    if key not in _INPUTS:
+        if len(_INPUTS) > 64: _INPUTS.clear()
+        _INPUTS[key] = content_hash({'versions': sim_versions(), 'points': [p.model_dump(mode='json') for p in published_points(recipe)],
+                                     'effects': [e.model_dump(mode='json') for e in recipe.published_effects]})
+    return _INPUTS[key]
 
 def ledger_calibration(model:str) -> dict|None:
     "The calibration refitted from `model`'s measured points (`workbench calibrate --from-ledger`, runs/ledger/<model>/calibration.json), if made by this simulator."
