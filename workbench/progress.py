@@ -21,11 +21,12 @@ def clock(seconds:float|None) -> str:
     s = int(round(seconds)); h, m = s//3600, s%3600//60
     return f'{h}:{m:02d}:{s%60:02d}' if h else f'{m}:{s%60:02d}'
 
-# %% ../nbs/07_progress.ipynb #c12a3d4d
+# %% ../nbs/07_progress.ipynb #2f50c884
 def _numbers(ev:dict) -> str:
     "The numbers part of a point line: tok/s/GPU, TTFT p50, provenance and error band."
     if ev.get('status') == 'failed': return f"FAILED: {ev.get('reason', '')}"[:400]
-    if ev.get('status') == 'not modelled': return 'not modelled by the simulator (no numbers)'
+    if ev.get('status') == 'not modelled' or ev.get('modelled') is False:     # run now, or read back from MLflow
+        return 'not modelled by the simulator (no numbers)' + ('  (reused from MLflow)' if ev.get('status') == 'reused' else '')
     t, f = ev.get('tok_s_gpu'), ev.get('ttft_ms')
     out = ('n/a' if t is None else f'{t:7.1f}') + ' tok/s/GPU  TTFT ' + ('n/a' if f is None else f'{f:,.0f} ms')
     out += f"  {ev.get('provenance', '')}" + (f" {ev['band']}" if ev.get('band') else '')

@@ -284,13 +284,13 @@ def _check_custom(plan:list[Planned], custom:dict|None):
     if bad: raise WorkbenchError('; '.join(f'custom candidate {p.name}: {p.refused}' for p in bad), 'plan the study',
                                  "correct or remove the candidate (one setting group per candidate; for a pinned setting pass overrides={group: '<reason>'})")
 
-# %% ../nbs/32_study.ipynb #5b8faa7a
+# %% ../nbs/32_study.ipynb #c3624aaf
 def _teller(prog, label:str):
     "A function that reports one point of variant `label` to `prog` (a `progress.Progress`; nothing when None)."
     def tell(c:int, status:str, r:BenchResult|None=None, reason:str=''):
         if prog is None: return
         nums = {} if r is None else {'tok_s_gpu': r.output_tok_s_per_gpu, 'ttft_ms': r.value('time_to_first_token', 'p50'),
-                                     'provenance': r.provenance, 'band': r.band('output_token_throughput')}
+                                     'provenance': r.provenance, 'band': r.band('output_token_throughput'), 'modelled': r.modelled}
         prog.point(f'{label} @c{c}', status=status, concurrency=c, reason=reason[:300], **nums)
     return tell
 
