@@ -305,7 +305,7 @@ def compare(old:BenchResult, new:BenchResult, *, exact:bool=False, loads:tuple=(
         rows.append({'metric': label, 'old': a, 'new': b, 'change': change, 'tolerance': 'exact' if exact else f'\u00b1{100*tol:.1f}%', 'ok': ok})
     return pd.DataFrame(rows)
 
-# %% ../nbs/25_reproduce.ipynb #241d308e
+# %% ../nbs/25_reproduce.ipynb #6b76597f
 class Reproduction(BaseModel):
     "A point run again: the run, the targets, old and new results, the comparison, and the verdict."
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -351,10 +351,10 @@ def _point_run(c, run_id:str):
 def load_bundle(run_id:str, *, tracking_uri:str|None=None) -> dict:
     "The bundle a point's run carries."
     c = tracking.client(tracking_uri)
-    run = _point_run(c, run_id)
     with tempfile.TemporaryDirectory() as d:
         try: p = tracking.download(c, run_id, 'bundle.json', d)
         except Exception:
+            run = _point_run(c, run_id)              # why not: an unknown id and a study's parent run say so; a point lacks its bundle
             raise WorkbenchError(f'run {run_id} ({run.info.run_name}) has no bundle.json', 'reproduce a point',
                                  'points logged before bundles existed cannot be rerun from one: run them again (`workbench run` with the same study id)') from None
         return json.loads(Path(p).read_text())
