@@ -52,12 +52,15 @@ def fs_error(e:OSError, op:str, path=None) -> WorkbenchError:
     if code == errno.ENOENT: return WorkbenchError(f'{p} does not exist', op, 'check the path (its folder must exist)')
     return WorkbenchError(f'{p}: {e.strerror or type(e).__name__}', op, 'check the path and its permissions')
 
-# %% ../nbs/00_core.ipynb #08fe398b
+# %% ../nbs/00_core.ipynb #b6727ca1
+_RESOLVED: dict[tuple[str, str], Path] = {}
+
 def repo_root() -> Path:
-    "The workbench checkout: `$WORKBENCH_HOME`, else the folder above the package."
+    "The workbench checkout: `$WORKBENCH_HOME`, else the folder above the package (resolved once per value: a study asks a thousand times)."
     import workbench
-    env = os.environ.get('WORKBENCH_HOME')
-    return Path(env).resolve() if env else Path(workbench.__file__).resolve().parents[1]
+    key = (os.environ.get('WORKBENCH_HOME') or '', os.getcwd() if os.environ.get('WORKBENCH_HOME') else workbench.__file__)
+    if key not in _RESOLVED: _RESOLVED[key] = Path(key[0]).resolve() if key[0] else Path(key[1]).resolve().parents[1]
+    return _RESOLVED[key]
 
 def recipes_dir() -> Path:
     "Folder holding one sub-folder per model recipe."

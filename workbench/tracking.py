@@ -19,30 +19,55 @@ from .store import (tracking_uri, sqlite_path, template_db, fresh_store, RETRIES
                              check_port, client, experiment_id, _artifact_root)
 
 # %% auto #0
-__all__ = ['PACKAGES', 'IDENTITY', 'git_sha', 'package_versions', 'source_tags', 'flatten', 'log_batch', 'StudyRun', 'find_study',
-           'set_study_view', 'failure_text', 'study_run', 'log_files', 'log_texts', 'log_notebook', 'log_calibration',
-           'log_section', 'point_key', 'provenance_of', 'PointRun', 'point_run', 'log_point', 'find_point', 'download',
-           'point_result', 'mark_stale_runs', 'study_runs', 'compare', 'serve_ui', 'ui', 'chromium', 'browse']
+__all__ = ['PACKAGES', 'GIT_TTL_S', 'IDENTITY', 'git_sha', 'package_versions', 'source_tags', 'flatten', 'log_batch', 'StudyRun',
+           'find_study', 'set_study_view', 'failure_text', 'study_run', 'log_files', 'log_texts', 'log_notebook',
+           'log_calibration', 'log_section', 'point_key', 'provenance_of', 'PointRun', 'point_run', 'log_point',
+           'find_point', 'download', 'point_result', 'mark_stale_runs', 'study_runs', 'compare', 'serve_ui', 'ui',
+           'chromium', 'browse']
 
-# %% ../nbs/30_tracking.ipynb #da8f9bde
+# %% ../nbs/30_tracking.ipynb #59c439d9
 PACKAGES = ('workbench', 'mlflow', 'ai-dynamo', 'ai-dynamo-runtime', 'aiperf', 'aiconfigurator', 'vllm', 'papermill', 'kubernetes')
 
+GIT_TTL_S = 5.0        # a study logs many points a second: git is asked again after this long
+_GIT: dict[str, tuple[float, str]] = {}
+
 def git_sha(path=None) -> str:
-    "HEAD commit of the checkout at `path` (repo root by default), '-dirty' when it has changes; 'unknown' outside git."
-    cwd = path or repo_root()
+    "HEAD commit of the checkout at `path` (repo root by default), '-dirty' when it has changes; 'unknown' outside git (asked again after `GIT_TTL_S`)."
+    cwd = str(path or repo_root())
+    t, sha = _GIT.get(cwd, (-GIT_TTL_S, ''))
+    if time.monotonic() - t < GIT_TTL_S: return sha
+    _GIT[cwd] = (time.monotonic(), sha := _git_sha(cwd))
+    return sha
+
+def _git_sha(cwd:str) -> str:
+    "`git_sha` without the cache."
     try:
         sha = subprocess.run(['git', 'rev-parse', 'HEAD'], cwd=cwd, capture_output=True, text=True, timeout=10).stdout.strip()
         dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'], cwd=cwd, capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.TimeoutExpired): return 'unknown'
     return (sha + ('-dirty' if dirty else '')) if sha else 'unknown'
 
+_VERSIONS: dict[tuple, dict[str, str]] = {}
+
+def _installed_state() -> tuple:
+    "Modification times of the import path's package folders (site-packages): an install or removal changes the folder it writes to."
+    dirs = tuple(p for p in sys.path if p.rstrip('/').endswith(('site-packages', 'dist-packages')))
+    out = []
+    for p in dirs:
+        try: out.append(os.stat(p).st_mtime_ns)
+        except OSError: out.append(None)
+    return dirs, tuple(out)
+
 def package_versions(names=PACKAGES) -> dict[str, str]:
-    "Installed version of each package in `names` ('absent' when not installed)."
-    out = {'python': sys.version.split()[0]}
-    for n in names:
-        try: out[n] = metadata.version(n)
-        except metadata.PackageNotFoundError: out[n] = 'absent'
-    return out
+    "Installed version of each package in `names` ('absent' when not installed); read again only after an install changes the import path's folders."
+    key = (tuple(names), _installed_state())
+    if key not in _VERSIONS:
+        out = {'python': sys.version.split()[0]}
+        for n in names:
+            try: out[n] = metadata.version(n)
+            except metadata.PackageNotFoundError: out[n] = 'absent'
+        _VERSIONS[key] = out
+    return dict(_VERSIONS[key])
 
 def source_tags(name:str, path=None) -> dict[str, str]:
     "MLflow's system tags for where a run comes from: git commit (`mlflow.source.git.commit`), source type and name; `workbench.git_dirty` when the checkout has changes."
@@ -52,7 +77,7 @@ def source_tags(name:str, path=None) -> dict[str, str]:
     if sha.endswith('-dirty'): t['workbench.git_dirty'] = 'true'
     return t
 
-# %% ../nbs/30_tracking.ipynb #bfd19dca
+# %% ../nbs/30_tracking.ipynb #70ecd5df
 def flatten(d:dict, prefix:str='') -> dict[str, str]:
     "Nested dict -> flat dict of dotted keys and string values (lists as JSON)."
     out = {}
@@ -69,9 +94,19 @@ def log_batch(c, run_id:str, *, params:dict|None=None, tags:dict|None=None, metr
     ps = [Param(k, v) for k, v in flatten(params or {}).items()]
     ts = [RunTag(k, str(v)[:8000]) for k, v in (tags or {}).items()]
     ms = [MMetric(k, float(v), now, 0) for k, v in (metrics or {}).items() if v is not None]
-    for i in range(0, len(ps), 100): _retry(c.log_batch, run_id, params=ps[i:i+100])
-    for i in range(0, len(ts), 100): _retry(c.log_batch, run_id, tags=ts[i:i+100])
-    for i in range(0, len(ms), 1000): _retry(c.log_batch, run_id, metrics=ms[i:i+1000])
+    for b in _batches(ps, ts, ms): _retry(c.log_batch, run_id, **b)
+
+def _batches(ps:list, ts:list, ms:list) -> list[dict]:
+    "Params, tags and metrics packed into as few `log_batch` calls as MLflow takes: 100 params, 100 tags, 1,000 entities, under 1 MB."
+    new = lambda: {'params': [], 'tags': [], 'metrics': []}
+    out, cur, n, size = [], new(), 0, 0
+    for kind, items in (('params', ps), ('tags', ts), ('metrics', ms)):
+        for e in items:
+            b = len(e.key) + len(str(e.value)) + 64
+            if (kind != 'metrics' and len(cur[kind]) == 100) or n == 1000 or size + b > 900_000:
+                out.append(cur); cur, n, size = new(), 0, 0
+            cur[kind].append(e); n += 1; size += b
+    return out + ([cur] if n else [])
 
 # %% ../nbs/30_tracking.ipynb #6eaf80c5
 def _pid_start(pid:int) -> str:
@@ -173,7 +208,7 @@ def study_run(model:str, study:str, *, params:dict, tracking_uri:str|None=None, 
         _mark_failed(c, rid, e); raise
     _retry(c.set_terminated, rid, status='FINISHED')
 
-# %% ../nbs/30_tracking.ipynb #232f20d4
+# %% ../nbs/30_tracking.ipynb #b62fdcee
 def log_files(c, run_id:str, paths, artifact_dir:str|None=None):
     "Upload each file or folder in `paths` to `run_id` under `artifact_dir`."
     for p in map(Path, paths):
@@ -181,12 +216,26 @@ def log_files(c, run_id:str, paths, artifact_dir:str|None=None):
         if p.is_dir(): _retry(c.log_artifacts, run_id, str(p), f'{artifact_dir}/{p.name}' if artifact_dir else p.name)
         else: _retry(c.log_artifact, run_id, str(p), artifact_dir)
 
-def log_texts(c, run_id:str, texts:dict[str, str], artifact_dir:str|None=None):
-    "Upload `texts` (filename -> text) to `run_id` under `artifact_dir`."
-    with tempfile.TemporaryDirectory() as d:
+def _stage(d:Path, texts:dict[str, str], files:dict[str, list]):
+    "Write `texts` (name -> text) and copy `files` (folder -> files or folders) into `d`; a missing file is refused before anything is copied."
+    for p in (Path(x) for paths in files.values() for x in paths):
+        if not p.exists(): raise WorkbenchError(f'{p} does not exist', 'log an artifact', 'pass the path of a file the run wrote')
+    try:
         for name, text in texts.items():
-            (Path(d)/name).parent.mkdir(parents=True, exist_ok=True); (Path(d)/name).write_text(text)
-        if texts: _retry(c.log_artifacts, run_id, d, artifact_dir)
+            (d/name).parent.mkdir(parents=True, exist_ok=True); (d/name).write_text(text)
+        for sub, paths in files.items():
+            for p in map(Path, paths):
+                (d/sub).mkdir(parents=True, exist_ok=True)
+                if p.is_dir(): shutil.copytree(p, d/sub/p.name, dirs_exist_ok=True)
+                else: shutil.copyfile(p, d/sub/p.name)
+    except OSError as e: raise fs_error(e, 'stage artifacts for MLflow') from None
+
+def log_texts(c, run_id:str, texts:dict[str, str], artifact_dir:str|None=None, *, files:dict[str, list]|None=None):
+    "Upload `texts` (filename -> text) and `files` (sub-folder -> paths) to `run_id` under `artifact_dir`, in one upload."
+    if not texts and not any((files or {}).values()): return
+    with tempfile.TemporaryDirectory() as d:
+        _stage(Path(d), texts, files or {})
+        _retry(c.log_artifacts, run_id, d, artifact_dir)
 
 def _artifact_names(c, run_id:str, path:str|None=None) -> list[str]:
     "Paths of all artifacts of `run_id` (recursive)."
@@ -256,7 +305,7 @@ def _note(r:BenchResult, sla:SLA, name:str) -> str:
     bt = f'; error band {band}' + (f' ({r.band_basis})' if r.band_basis else '') if band else ''
     return f'{head}. {nums}{bt}. SLA: {sla_verdict(r, sla).reason}.'
 
-# %% ../nbs/30_tracking.ipynb #21d58b77
+# %% ../nbs/30_tracking.ipynb #756695a0
 @dataclass
 class PointRun:
     "Handle on one child run; `log_result` records the measured or simulated point."
@@ -269,11 +318,10 @@ class PointRun:
         "Log `r` (core metrics, result tags, description, `bench_result.json`, `all_metrics.json`), its artifacts and its reproduce bundle."
         c = self.study.client
         log_batch(c, self.run_id, metrics=core_metrics(r, sla), tags={**_result_tags(r, sla), 'mlflow.note.content': _note(r, sla, self.name)})
-        _retry(c.log_text, self.run_id, r.model_dump_json(indent=1), 'bench_result.json')
-        _retry(c.log_dict, self.run_id, all_metrics(r), 'all_metrics.json')
-        if manifests: log_texts(c, self.run_id, manifests, 'manifests')
-        log_files(c, self.run_id, exports, 'exports'); log_files(c, self.run_id, charts, 'charts')
-        if bundle is not None: _retry(c.log_dict, self.run_id, {**bundle, 'run_id': self.run_id}, 'bundle.json')   # workbench.reproduce
+        texts = {'bench_result.json': r.model_dump_json(indent=1), 'all_metrics.json': json.dumps(all_metrics(r), indent=2, default=str),
+                 **{f'manifests/{k}': v for k, v in (manifests or {}).items()}}
+        if bundle is not None: texts['bundle.json'] = json.dumps({**bundle, 'run_id': self.run_id}, indent=2, default=str)   # workbench.reproduce
+        log_texts(c, self.run_id, texts, files={'exports': list(exports), 'charts': list(charts)})   # one upload: a point's artifacts
         self.logged = True
 
 # %% ../nbs/30_tracking.ipynb #226462af
