@@ -21,7 +21,7 @@ class WorkbenchError(Exception):
         self.what,self.op,self.fix = what,op,fix
         super().__init__(f"{op}: {what}. Fix: {fix}")
 
-# %% ../nbs/00_core.ipynb #0d62346b
+# %% ../nbs/00_core.ipynb #f375c829
 def blocking_file(path) -> Path|None:
     "The first existing part of `path` (above it) that is a file where a folder is needed, or None."
     path = Path(path)
@@ -31,7 +31,8 @@ class DiskFull(WorkbenchError):
     "The disk (or quota) filled up: a study records the point it was on as failed and stops, the command says so in one line."
 
 def is_disk_full(e:BaseException) -> bool:
-    "True when `e` says the disk (or quota) is full, from the OS or from SQLite."
+    "True when `e` says the disk (or quota) is full, from the OS or from SQLite, or is the workbench's own `DiskFull`."
+    if isinstance(e, DiskFull): return True
     if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG): return True
     return any(s in str(e) for s in ('database or disk is full', 'No space left on device', 'Disk quota exceeded'))
 
@@ -52,13 +53,14 @@ def fs_error(e:OSError, op:str, path=None) -> WorkbenchError:
     if code == errno.ENOENT: return WorkbenchError(f'{p} does not exist', op, 'check the path (its folder must exist)')
     return WorkbenchError(f'{p}: {e.strerror or type(e).__name__}', op, 'check the path and its permissions')
 
-# %% ../nbs/00_core.ipynb #b6727ca1
+# %% ../nbs/00_core.ipynb #70c7fb52
 _RESOLVED: dict[tuple[str, str], Path] = {}
 
 def repo_root() -> Path:
     "The workbench checkout: `$WORKBENCH_HOME`, else the folder above the package (resolved once per value: a study asks a thousand times)."
     import workbench
-    key = (os.environ.get('WORKBENCH_HOME') or '', os.getcwd() if os.environ.get('WORKBENCH_HOME') else workbench.__file__)
+    env = os.environ.get('WORKBENCH_HOME') or ''
+    key = (env, workbench.__file__ if not env else '' if os.path.isabs(env) else os.getcwd())   # a relative one depends on the folder
     if key not in _RESOLVED: _RESOLVED[key] = Path(key[0]).resolve() if key[0] else Path(key[1]).resolve().parents[1]
     return _RESOLVED[key]
 

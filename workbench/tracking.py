@@ -25,7 +25,7 @@ __all__ = ['PACKAGES', 'GIT_TTL_S', 'IDENTITY', 'git_sha', 'package_versions', '
            'find_point', 'download', 'point_result', 'mark_stale_runs', 'study_runs', 'compare', 'serve_ui', 'ui',
            'chromium', 'browse']
 
-# %% ../nbs/30_tracking.ipynb #59c439d9
+# %% ../nbs/30_tracking.ipynb #f2839f7a
 PACKAGES = ('workbench', 'mlflow', 'ai-dynamo', 'ai-dynamo-runtime', 'aiperf', 'aiconfigurator', 'vllm', 'papermill', 'kubernetes')
 
 GIT_TTL_S = 5.0        # a study logs many points a second: git is asked again after this long
@@ -33,10 +33,10 @@ _GIT: dict[str, tuple[float, str]] = {}
 
 def git_sha(path=None) -> str:
     "HEAD commit of the checkout at `path` (repo root by default), '-dirty' when it has changes; 'unknown' outside git (asked again after `GIT_TTL_S`)."
-    cwd = str(path or repo_root())
+    cwd = str(Path(path).resolve() if path else repo_root())
     t, sha = _GIT.get(cwd, (-GIT_TTL_S, ''))
     if time.monotonic() - t < GIT_TTL_S: return sha
-    _GIT[cwd] = (time.monotonic(), sha := _git_sha(cwd))
+    if (sha := _git_sha(cwd)) != 'unknown': _GIT[cwd] = (time.monotonic(), sha)    # a git that timed out is asked again next time
     return sha
 
 def _git_sha(cwd:str) -> str:
@@ -208,7 +208,7 @@ def study_run(model:str, study:str, *, params:dict, tracking_uri:str|None=None, 
         _mark_failed(c, rid, e); raise
     _retry(c.set_terminated, rid, status='FINISHED')
 
-# %% ../nbs/30_tracking.ipynb #b62fdcee
+# %% ../nbs/30_tracking.ipynb #80a511f9
 def log_files(c, run_id:str, paths, artifact_dir:str|None=None):
     "Upload each file or folder in `paths` to `run_id` under `artifact_dir`."
     for p in map(Path, paths):
@@ -222,7 +222,7 @@ def _stage(d:Path, texts:dict[str, str], files:dict[str, list]):
         if not p.exists(): raise WorkbenchError(f'{p} does not exist', 'log an artifact', 'pass the path of a file the run wrote')
     try:
         for name, text in texts.items():
-            (d/name).parent.mkdir(parents=True, exist_ok=True); (d/name).write_text(text)
+            (d/name).parent.mkdir(parents=True, exist_ok=True); (d/name).write_text(text, encoding='utf-8')
         for sub, paths in files.items():
             for p in map(Path, paths):
                 (d/sub).mkdir(parents=True, exist_ok=True)
