@@ -12,9 +12,9 @@ from .core import WorkbenchError
 from .targets.registry import TARGETS
 
 # %% auto #0
-__all__ = ['Engine', 'SIMULATED_ENGINES', 'QUANTITIES', 'BAND_KEYS', 'USER_SPEED', 'AIPERF_METRICS', 'Metric', 'metric_of', 'SLA',
-           'BenchResult', 'not_b200', 'Quantity', 'quantity', 'user_tok_s', 'SLAVerdict', 'sla_verdict',
-           'load_aiperf_export', 'export_field', 'from_aiperf_export']
+__all__ = ['Engine', 'SIMULATED_ENGINES', 'MIN_STABLE_REQUESTS', 'QUANTITIES', 'BAND_KEYS', 'USER_SPEED', 'AIPERF_METRICS',
+           'Metric', 'metric_of', 'SLA', 'BenchResult', 'not_b200', 'too_few_requests', 'Quantity', 'quantity',
+           'user_tok_s', 'SLAVerdict', 'sla_verdict', 'load_aiperf_export', 'export_field', 'from_aiperf_export']
 
 # %% ../nbs/04_results.ipynb #cf5bbb6b
 class Metric(BaseModel):
@@ -124,6 +124,13 @@ def not_b200(provenance:str|None) -> str|None:
     "Why a point of `provenance` (a source's own label) cannot stand for a B200 measurement; None for plain 'measured' (or none)."
     if not provenance or not provenance.startswith('measured:'): return None
     return f'{provenance}: a real engine on another machine, never B200 performance (left out of the errors, bands and refits)'
+
+# %% ../nbs/04_results.ipynb #272ee176
+MIN_STABLE_REQUESTS = 100   # fewer requests per point: the seed noise of tok/s/GPU passes ~6% (1.4% at 1,805, times sqrt(1805/N))
+
+def too_few_requests(n:int|None) -> bool:
+    "True when a point of `n` requests is too small for a stable figure (0 or None: the count is not known, False)."
+    return bool(n) and n < MIN_STABLE_REQUESTS
 
 # %% ../nbs/04_results.ipynb #0ca43b39
 class Quantity(BaseModel):
