@@ -20,10 +20,11 @@ BIN = Path(sys.executable).parent
 slow = pytest.mark.skipif(os.environ.get('WORKBENCH_SKIP_SLOW') == '1', reason='slow (WORKBENCH_SKIP_SLOW=1)')
 
 # A short local study: k-exaone-2 with two setting groups has four variants (recipe, baseline, one kernels and one routing
-# candidate), one point each; short sequences keep a point to ~20 s of load, long enough to hit it mid-flight.
-LOCAL_OPTIONS = {'isl': 64, 'osl': 128, 'warmup': 0, 'calibrate': False, 'requests_per_point': 100, 'hang_timeout_s': 20}
+# candidate), one point each; short sequences keep a point to ~10 s of load, long enough to hit it mid-flight (the fault is
+# sent once the frontend has received 4 requests).
+LOCAL_OPTIONS = {'isl': 64, 'osl': 128, 'warmup': 0, 'calibrate': False, 'requests_per_point': 50, 'hang_timeout_s': 20}
 LOCAL_ARGS = ['run', 'k-exaone-2', '--target', 'local', '-p', "groups=['kernels', 'routing']", '-p', 'concurrencies=[4]',
-              '-p', 'request_count=100', '-p', f'options={LOCAL_OPTIONS!r}', '-q']
+              '-p', 'request_count=50', '-p', f'options={LOCAL_OPTIONS!r}', '-q']
 
 RUNNER = r'''
 import sys, json
@@ -148,7 +149,7 @@ def test_sigkill_worker_frontend_nats_cli(tmp_path):
 def test_sigstop_worker_frontend_nats_named_hung(tmp_path):
     "A stopped process never answers: each point fails naming it as hung (and which timeout fired); the retry re-runs only them."
     runs, db = tmp_path/'runs', tmp_path/'store'/'mlflow.db'
-    a = dict(model='k-exaone-2', groups=['kernels', 'routing'], concurrencies=[4], request_count=100, uri=f'sqlite:///{db}', target='local',
+    a = dict(model='k-exaone-2', groups=['kernels', 'routing'], concurrencies=[4], request_count=50, uri=f'sqlite:///{db}', target='local',
              target_options={**LOCAL_OPTIONS, 'progress': False})
     faults = [('agg0', signal.SIGSTOP), ('frontend', signal.SIGSTOP), ('nats', signal.SIGSTOP)]
     inj = Injector(runs, faults); inj.start()

@@ -66,7 +66,7 @@ def test_search_validates_top_on_local(tmp_path):
     assert parent.data.tags['workbench.search.recommendation'].startswith(('kept: ', 'not kept: '))
 
 def test_study_notebook_search_section(tmp_path):
-    "The study notebook runs its search section when `search` is True (and skips it by default)."
+    "The study notebook runs its search section when `search` is True (and skips it by default), for `search_budget_s` seconds."
     import papermill as pm
     from workbench.cli import ipc_kernel_manager
     uri = f"sqlite:///{tmp_path/'mlflow.db'}"
@@ -74,7 +74,7 @@ def test_study_notebook_search_section(tmp_path):
     out = tmp_path/nb.name
     pm.execute_notebook(str(nb), str(out), cwd=str(nb.parent), kernel_name='python3', progress_bar=False, kernel_manager_class=ipc_kernel_manager(),
                         store_widget_state=False, parameters={'groups': ['routing'], 'request_count': 60, 'tracking_uri': uri, 'study': 'ci-search',
-                                                              'search': True})
+                                                              'search': True, 'search_budget_s': 15})
     import nbformat
     outputs = '\n'.join(o.get('text', '') if isinstance(o.get('text', ''), str) else ''.join(o['text'])
                          for c in nbformat.read(out, as_version=4).cells if c.cell_type == 'code' for o in c.get('outputs', []))

@@ -6,7 +6,7 @@
 - the executed study notebook opens in JupyterLab with every chart rendered, and no build dialog;
 - the HTML report opens with the network off, every chart loaded.
 """
-import json, os, re, secrets, signal, subprocess, sys, time, urllib.request
+import fcntl, json, os, re, secrets, signal, subprocess, sys, time, urllib.request
 from pathlib import Path
 import pytest
 
@@ -23,15 +23,23 @@ GROUPS = "groups=['cache','topology']"
 
 @pytest.fixture(scope='module')
 def demo(tmp_path_factory):
-    "`workbench demo` with two setting groups and small points, in its own runs folder: (stdout, study folder, tracking URI)."
-    runs = tmp_path_factory.mktemp('runs')
-    env = {**os.environ, 'WORKBENCH_RUNS': str(runs)}
-    env.pop('MLFLOW_TRACKING_URI', None)
-    p = subprocess.run([str(VENV_BIN/'workbench'), 'demo', '-p', GROUPS, '-p', 'request_count=60'], env=env, cwd=ROOT,
-                       capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    folder = Path(re.search(r'executed notebook: (\S+)', p.stdout).group(1)).parent
-    return p.stdout, folder, f"sqlite:///{runs/'mlflow.db'}"
+    """`workbench demo` with two setting groups and small points, in its own runs folder: (stdout, study folder, tracking URI).
+    Under pytest-xdist the workers of one session share it (the first to ask runs it, under a lock; the others read it), so
+    the demo runs once per session, not once per worker that draws a test of this module."""
+    shared = tmp_path_factory.getbasetemp().parent if os.environ.get('PYTEST_XDIST_WORKER') else tmp_path_factory.mktemp('demo')
+    runs, out = shared/'ui-demo-runs', shared/'ui-demo.stdout'
+    with open(shared/'ui-demo.lock', 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not out.exists():
+            env = {**os.environ, 'WORKBENCH_RUNS': str(runs)}
+            env.pop('MLFLOW_TRACKING_URI', None)
+            p = subprocess.run([str(VENV_BIN/'workbench'), 'demo', '-p', GROUPS, '-p', 'request_count=60'], env=env, cwd=ROOT,
+                               capture_output=True, text=True, timeout=900)
+            assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+            out.write_text(p.stdout)
+    stdout = out.read_text()
+    folder = Path(re.search(r'executed notebook: (\S+)', stdout).group(1)).parent
+    return stdout, folder, f"sqlite:///{runs/'mlflow.db'}"
 
 
 def test_demo_prints_each_point(demo):

@@ -33,7 +33,8 @@ options: dict = {}  # more target options, e.g. local: {'hang_timeout_s': 60, 'o
 study: str = ''  # study id (empty: derived from the parameters, so the same parameters resume the same study)
 rerun_failed: bool = False  # re-run points that failed before
 ops_sections: bool = False  # KV host-offload and autoscaling sections (always simulated; about 20-40 s)
-search: bool = False  # deployment search under the SLA within one node on the sim (about 60 s plus logging; simulated)
+search: bool = False  # deployment search under the SLA within one node on the sim (search_budget_s plus logging; simulated)
+search_budget_s: int = 60  # seconds the search may spend (with search=True; the configuration under way then finishes)
 
 # %% [markdown]
 # Derived values live below the parameters cell, so papermill's injected parameters reach them.
@@ -195,7 +196,7 @@ else: print('skipped: ops_sections is False')
 # %%
 if search:
     from workbench.search_run import run_search, frontier_chart
-    found = run_search(model, budget_s=60, requests=request_count, seed=seed, tracking_uri=tracking_uri or None)
+    found = run_search(model, budget_s=search_budget_s, requests=request_count, seed=seed, tracking_uri=tracking_uri or None)
     display(frontier_chart(found.outcome))
     print(found.summary)
 else: print('skipped: search is False')
