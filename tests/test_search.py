@@ -81,6 +81,7 @@ def test_study_notebook_search_section(tmp_path):
     assert 'Where the search lands' in outputs and 'skipped: search is False' not in outputs, outputs[-3000:]
     _, parent = _search_run(MlflowClient(uri), 'motif-3')
     assert parent.info.status == 'FINISHED' and parent.data.metrics['search.points'] > 0
+    assert float(parent.data.params['budget_s']) == 15, parent.data.params                # the notebook's search_budget_s reached the search
 
 def test_two_searches_share_one_study_on_postgresql():
     """Two `workbench search` processes started at once with `--storage server` (the team server's PostgreSQL, optuna's RDB storage)

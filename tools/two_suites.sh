@@ -4,7 +4,7 @@
 # Kubernetes binaries (tools/k8s/build.sh holds a lock: a second caller waits, then finds them) -- and prints what it
 # found: each suite's pytest tally, its failing tests, its wall time, and the host's load (sampled every 10 s).
 # Usage: tools/two_suites.sh [PYTEST_ARGS...]   e.g. tools/two_suites.sh -k "25_reproduce or 33_server"
-# Each suite runs what `make test` runs (pytest -n 2 over tests/, vLLM aside); with no arguments the whole of it (on 2 cores: about twice the ~40 min of one suite).
+# Each suite runs what `make test` runs (pytest -n ${TEST_WORKERS:-3} over tests/, vLLM aside); with no arguments the whole of it (on 2 cores: about twice the ~20 min of one suite).
 # Leaves nothing running; the clones stay in $TWO_SUITES_DIR (default a fresh mktemp folder) for their logs.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,7 +25,7 @@ T0=$SECONDS; PIDS=()
 for i in 1 2; do
   WORKBENCH_K8S_WATCH_PID=$$ "$ROOT/tools/k8s/start.sh" "$D/k8s$i" > "$D/k8s-start$i.log" 2>&1 || echo "suite $i: kube-apiserver did not start ($D/k8s-start$i.log)"
   (cd "$D/suite$i" && S0=$SECONDS && WORKBENCH_KUBECONFIG="$D/k8s$i/kubeconfig" NBDEV_TEST_FLAGS="${NBDEV_TEST_FLAGS:-cluster slow}" \
-     .venv/bin/pytest -n 2 -p no:cacheprovider tests --ignore=tests/test_vllm.py "${ARGS[@]}" > "$D/suite$i.log" 2>&1; echo "rc=$? wall=$((SECONDS-S0))" >> "$D/suite$i.log") & PIDS+=($!)
+     .venv/bin/pytest -n "${TEST_WORKERS:-3}" -p no:cacheprovider tests --ignore=tests/test_vllm.py "${ARGS[@]}" > "$D/suite$i.log" 2>&1; echo "rc=$? wall=$((SECONDS-S0))" >> "$D/suite$i.log") & PIDS+=($!)
 done
 wait "${PIDS[@]}"
 echo "both suites ended after $((SECONDS - T0)) s; load (1-min) min/mean/max: $(sort -n "$D/load.txt" | awk '{s+=$1; a[NR]=$1} END {if (NR) printf "%.1f/%.1f/%.1f", a[1], s/NR, a[NR]; else print "-"}')"

@@ -500,7 +500,7 @@ def cmd_demo(a):
     if nb is not None: print_summary(nb)
     return status
 
-# %% ../nbs/40_cli.ipynb #02728325
+# %% ../nbs/40_cli.ipynb #a33baf1e
 class _Parser(argparse.ArgumentParser):
     "argparse, with its usage errors as one `error:` line and exit status 1, like every other refusal; `lazy_epilog` is computed for --help only."
     lazy_epilog = None
@@ -577,8 +577,6 @@ def parser() -> argparse.ArgumentParser:
     sub, models = p.add_subparsers(dest='cmd', required=True), list_recipes()
     _other_commands(sub, models); _study_commands(sub, models); _search_command(sub, models); measured_commands(sub)
     return p
-
-
 
 def one_line(e:BaseException) -> str:
     "`e` as one line: a WorkbenchError's operation, the first line of what happened, and its fix."

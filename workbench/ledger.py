@@ -50,7 +50,7 @@ def sim_setup(v:Variant, r:BenchResult) -> tuple[SimSetup, str]:
                      num_prefixes=npre, max_isl=st.workload.max_isl)
     return st.model_copy(update={'workload': wl}), f'its own load: {n} requests, ISL {isl:.0f}, OSL {osl:.0f}' + (f', prefix {plen} x{npre}' if plen else '')
 
-# %% ../nbs/27_ledger.ipynb #b27f5a6c
+# %% ../nbs/27_ledger.ipynb #c3f0462f
 @dataclass
 class LedgerPoint:
     "One measured point as the ledger sees it."
@@ -98,12 +98,17 @@ def ledger_points(model:str, *, include_mocker:bool=False, tracking_uri:str|None
     "The measured points of `model` (with `include_mocker`, the live mocker points too), each with its variant and simulator setup; never a non-B200 one."
     return _scan(model, include_mocker, tracking_uri)[0]
 
+def _counts(n:list[int]) -> str:
+    "Request counts of some points, as said in a line ('8-16 requests'); a count of 0 is not recorded (a CSV import)."
+    k = [x for x in n if x]
+    said = '' if not k else (f'{min(k)}-{max(k)} requests' if min(k) != max(k) else f'{k[0]} requests')
+    return ', '.join(filter(None, [said, f'{len(n) - len(k)} without a recorded request count' if len(k) < len(n) else '']))
+
 def point_sources(points:list[LedgerPoint]) -> list[str]:
     "Where the ledger's points come from (a line per study, target and engine) and, when some are, how many are too short for a stable figure."
     by = {}
     for p in points: by.setdefault((p.study or 'unknown', p.result.target, p.result.engine), []).append(p.result.request_count)
-    out = [f"from study {s} ({t}, engine {e}): {len(n)} point{'s' * (len(n) != 1)}, " + (f'{min(n)}-{max(n)}' if min(n) != max(n) else f'{n[0]}')
-           + ' requests' for (s, t, e), n in by.items()]
+    out = [f"from study {s} ({t}, engine {e}): {len(n)} point{'s' * (len(n) != 1)}, {_counts(n)}" for (s, t, e), n in by.items()]
     if few := [p.result.request_count for p in points if too_few_requests(p.result.request_count)]:
         out.append(f'{len(few)} of {len(points)} points ran fewer than {MIN_STABLE_REQUESTS} requests ({min(few)} at the fewest): '
                    'their errors carry the seed noise of a short run')
@@ -147,7 +152,7 @@ def ledger(model:str, *, include_mocker:bool=False, calibrations:dict[str, Prici
     df.attrs['left_out'], df.attrs['sources'] = left, point_sources(points)
     return df
 
-# %% ../nbs/27_ledger.ipynb #1ff323ea
+# %% ../nbs/27_ledger.ipynb #2b7334f6
 def _pct(x) -> str: return '' if x is None or (isinstance(x, float) and math.isnan(x)) else f'{100*x:+.0f}%'
 
 def ledger_table(df:pd.DataFrame) -> pd.DataFrame:
@@ -162,13 +167,22 @@ def ledger_table(df:pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(cols).reset_index().drop(columns='run_id')
     return out[[c for c in out.columns if c != 'note'] + ['note']]
 
+def _cell(a, b, e) -> str:
+    "One metric of one point for a terminal: 'measured\u2192predicted error'."
+    if pd.isna(a): return 'no measurement' if pd.isna(b) else f'not measured\u2192{b:g}'
+    return f'{a:g}\u2192{b:g} {e}' if pd.notna(b) else f'{a:g}\u2192no number'
+
 def ledger_brief(df:pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    "`ledger_table` for a terminal: each metric in one cell, 'measured\u2192predicted error'; the points' notes as lines for below it."
+    """`ledger_table` for a terminal: each metric in one cell, 'measured\u2192predicted error'; the points' notes as lines (within
+    120 columns) for below it. Where the points come from more than one engine, the engine is a column and in each note."""
     t = ledger_table(df)
-    out = t[['variant', 'concurrency', 'calibration']].rename(columns={'concurrency': 'c'})
+    eng = t.engine.nunique() > 1
+    out = t[['variant', 'concurrency', *(['engine'] if eng else []), 'calibration']].rename(columns={'concurrency': 'c'})
     for l in (LABELS[m] for m in LEDGER_METRICS if f'{LABELS[m]} measured' in t):
-        out[l] = [f'{a:g}\u2192{b:g} {e}' if pd.notna(b) else f'{a:g}\u2192no number' for a, b, e in zip(t[f'{l} measured'], t[f'{l} predicted'], t[f'{l} error'])]
-    notes = [f'note: {v} c{c}: {n}' for v, c, n in t[['variant', 'concurrency', 'note']].drop_duplicates().itertuples(index=False) if n]
+        out[l] = [_cell(a, b, e) for a, b, e in zip(t[f'{l} measured'], t[f'{l} predicted'], t[f'{l} error'])]
+    notes = [line for v, c, g, n in t[['variant', 'concurrency', 'engine', 'note']].drop_duplicates().itertuples(index=False) if n
+             for line in textwrap.wrap(f"note: {v} c{c}{f' ({g})' if eng else ''}: {n}", 120, subsequent_indent='  ',
+                                       break_on_hyphens=False, break_long_words=False)]
     return out, notes
 
 def error_summary(df:pd.DataFrame) -> pd.DataFrame:
@@ -381,7 +395,7 @@ def _record_refit(res:Refit, uri) -> str:
     tracking._retry(c.set_terminated, rid, status='FINISHED')
     return rid
 
-# %% ../nbs/27_ledger.ipynb #5ad3f878
+# %% ../nbs/27_ledger.ipynb #1634f331
 def held_out_rows(df:pd.DataFrame, model:str) -> list[dict]:
     "The ledger's held-out errors for the version predictions use: a refit's leave-one-out errors, else the published calibration's ledger errors."
     cur, led = current_version(df), ledger_calibration(model)
@@ -396,16 +410,16 @@ def show(model:str, *, include_mocker:bool=False, chart=None, tracking_uri:str|N
     cur, bt = current_version(df), ledger_bands(held_out_rows(df, model))
     png, svg = save_chart(ledger_chart(df), Path(chart).with_suffix('') if chart else runs_dir()/'ledger'/model/'ledger')
     (brief, notes), csv = ledger_brief(df), png.with_suffix('.csv')
-    ledger_table(df).to_csv(csv, index=False)
+    df.to_csv(csv, index=False)                                                      # the same long table as the MLflow run's ledger/ledger.csv
     rid = record(model, df, charts=[png], bands_table=bt, tracking_uri=tracking_uri) if record_run else None
     basis = "the refit's leave-one-out errors" if cur.startswith('ledger:') else "the published calibration's errors on these points"
     with pd.option_context('display.width', 250, 'display.max_columns', 60, 'display.max_colwidth', 80):
         parts = [f"ledger of {model}: {df.run_id.nunique()} point(s); calibration versions {', '.join(dict.fromkeys(df.calibration))}; predictions use {cur}",
                  *df.attrs.get('sources', []), 'measured\u2192predicted and error per point and calibration:',
-                 report.text_table(brief, drop=()), *notes, f'full table: {csv}', '',
+                 report.text_table(brief, drop=()), *notes, f'every value (long format, as logged to MLflow): {csv}', '',
                  'error by setting group and calibration version' + (' (a ledger refit is in-sample on its own points):' if cur.startswith('ledger:') else ':'),
                  report.text_table(error_summary(df), drop=()), '',
                  f'point bands, published points alone and with the ledger ({basis}):', report.text_table(bt, drop=()), '',
                  *(drift(df) or ['drift: none (one image/engine release, or the error moved less than 10%)']), f'chart: {png} (and {svg.name})',
-                 *[l for x in df.attrs.get('left_out', []) for l in textwrap.wrap(f'left out: {x}', 120, subsequent_indent='  ')]]
+                 *[l for x in df.attrs.get('left_out', []) for l in textwrap.wrap(f'left out: {x}', 120, subsequent_indent='  ', break_on_hyphens=False, break_long_words=False)]]
     return '\n'.join(parts + ([f'MLflow ledger run: {rid}'] if rid else []))

@@ -34,7 +34,7 @@ study: str = ''  # study id (empty: derived from the parameters, so the same par
 rerun_failed: bool = False  # re-run points that failed before
 ops_sections: bool = False  # KV host-offload and autoscaling sections (always simulated; about 20-40 s)
 search: bool = False  # deployment search under the SLA within one node on the sim (search_budget_s plus logging; simulated)
-search_budget_s: int = 60  # seconds the search may spend (with search=True; the configuration under way then finishes)
+search_budget_s: float = 60  # seconds the search may spend (with search=True; the configuration under way then finishes)
 
 # %% [markdown]
 # Derived values live below the parameters cell, so papermill's injected parameters reach them.
@@ -187,9 +187,9 @@ else: print('skipped: ops_sections is False')
 # Beyond one group at a time: which deployment is best for the recipe's SLA within one node? A search
 # on the sim target (`workbench search {{model}}`) over TP/EP/DP and replicas per role, aggregated or
 # prefill/decode pools, router mode, draft length, batch limit and host offload, starting from the
-# baseline, for about 60 s. The chart shows its Pareto frontier with the recipe's topologies and the
-# published points; the summary ranks the best configurations with their cost and says where the
-# search lands against the recipe. The winner is written as a recipe variant with its manifests
+# baseline, for `search_budget_s` seconds (default 60). The chart shows its Pareto frontier with the
+# recipe's topologies and the published points; the summary ranks the best configurations with their
+# cost and says where the search lands against the recipe. The winner is written as a recipe variant with its manifests
 # (`runs/<search>/winner/`). Its points go to MLflow under their own parent `search` run. Runs only
 # with `search`.
 
