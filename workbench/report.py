@@ -8,7 +8,7 @@ import json, math, os, re, struct, sys, textwrap
 from pathlib import Path
 import pandas as pd
 from .core import WorkbenchError, CHART_RENDERER, load_altair, content_hash, runs_root, unique_tmp
-from .results import BenchResult, SLA, sla_verdict
+from .results import BenchResult, SLA, sla_verdict, band_words, is_finding
 from .variants import GROUPS
 from .layout import label as variant_label
 from .tracking import provenance_of, log_files, StudyRun
@@ -42,8 +42,8 @@ def results_frame(results:list[BenchResult], sla:SLA, *, groups:dict[str, str]|N
 
 # %% ../nbs/31_report.ipynb #748eeb51
 def parse_band(text) -> float:
-    "The tok/s/GPU band of a `workbench.error_band` tag ('tok/s/GPU \u00b118%, TTFT \u00b125%' -> 0.18), NaN when it has none."
-    m = re.search(r'tok/s/GPU \u00b1([\d.]+)%', str(text or ''))
+    "The tok/s/GPU band of a `workbench.error_band` tag ('tok/s/GPU -15%/+18%, TTFT -20%/+25%' -> 0.18; older tags '\u00b118%'), NaN when none."
+    m = re.search(r'tok/s/GPU (?:\u00b1|-[\d.]+%/\+)([\d.]+)%', str(text or ''))
     return float(m.group(1))/100 if m else math.nan
 
 def frame_from_runs(runs:pd.DataFrame) -> pd.DataFrame:
@@ -113,8 +113,8 @@ def _fmt_for(col:str):
     "A formatter for column `col`, chosen by its name."
     def num(spec, suffix=''): return lambda v: '' if v is None or (isinstance(v, float) and math.isnan(v)) else f'{v:{spec}}{suffix}' if isinstance(v, (int, float)) else str(v)
     if col in ('concurrency', 'variants', 'meeting_sla', 'not_modelled', 'request_count', 'error_count'): return num('.0f')
-    if col == 'band': return lambda v: '' if v is None or (isinstance(v, float) and math.isnan(v)) else v if isinstance(v, str) else f'\u00b1{100*v:.0f}%'
-    if col == 'band_pct': return lambda v: '' if v is None or (isinstance(v, float) and math.isnan(v)) else f'\u00b1{v:.1f}%'
+    if col == 'band': return lambda v: '' if v is None or (isinstance(v, float) and math.isnan(v)) else v if isinstance(v, str) else band_words(v)
+    if col == 'band_pct': return lambda v: '' if v is None or (isinstance(v, float) and math.isnan(v)) else band_words(v/100)
     if col.endswith('_pct') or col == 'delta_pct': return num('+.1f', '%')
     if col == 'ratio' or col.startswith('ratio'): return num('.2f')
     if col.endswith('_share'): return num('.1%')
@@ -171,7 +171,7 @@ def text_table(df:pd.DataFrame, *, drop=HIDDEN, width:int=TERMINAL_WIDTH, header
     if df.empty: return '(none)'
     t = rounded(df, drop=drop).astype(str)
     name = {c: (headers or {}).get(c, str(c)) for c in t.columns}
-    right = {c: pd.api.types.is_numeric_dtype(df[c]) or t[c].str.fullmatch(r'[-+\u00b1]?[\d.,]*%?x?').all() for c in t.columns}
+    right = {c: pd.api.types.is_numeric_dtype(df[c]) or t[c].str.fullmatch(r'[-+\u00b1]?[\d.,]*%?x?(/\+[\d.,]*%)?').all() for c in t.columns}
     w = _fit_widths({c: max([len(name[c])] + [len(v) for v in t[c]]) for c in t.columns}, width, keep=[c for c in keep if c in t.columns])
     cell = lambda c, v: v.rjust(w[c]) if right[c] else v.ljust(w[c])
     lines = ['  '.join(cell(c, name[c][:w[c]]) for c in t.columns).rstrip()]
@@ -207,7 +207,7 @@ def source_line(df:pd.DataFrame, *, basis:str='') -> str:
     if 'simulated' not in provs: return what.capitalize() + (' (real engines)' if provs == ['measured'] else '')
     b = df[df.provenance == 'simulated'].band.dropna()
     lo, hi = (b.min(), b.max()) if len(b) else (None, None)
-    band = ('error band on tok/s/GPU ' + (f'\u00b1{100*lo:.0f}%' if round(100*lo) == round(100*hi) else f'\u00b1{100*lo:.0f}-{100*hi:.0f}%')
+    band = ('error band on tok/s/GPU ' + (band_words(lo) if round(100*lo) == round(100*hi) else f'{band_words(lo)} to {band_words(hi)}')
             + (f' ({basis})' if basis else '')) if lo is not None else 'no error band recorded for these numbers yet'
     return f'{what.upper()} numbers, not measurements; {band}'
 
@@ -323,10 +323,10 @@ def deltas_chart(deltas:pd.DataFrame, *, reference:str='recipe', title:str|None=
     if not d.delta_pct.notna().any(): raise WorkbenchError(f'no variant other than {reference!r} has an SLA-passing point to compare', 'draw per-group deltas',
                                                            'add candidates, concurrencies with lower load, or relax the SLA')
     bands = d['band_pct'] if 'band_pct' in d else pd.Series(math.nan, index=d.index)
-    d['text'] = [(f'{v:+.1f}%' + (f' \u00b1{b:.0f}%' if pd.notna(b) else '') + (' (finding)' if pd.notna(b) and abs(v) > b else ''))
+    d['text'] = [(f'{v:+.1f}%' + (f' {band_words(b/100)}' if pd.notna(b) else '') + (' (finding)' if pd.notna(b) and is_finding(v/100, b/100) else ''))
                  if pd.notna(v) else ('not modelled' if not m else 'misses the SLA at every concurrency')
                  for v, m, b in zip(d.delta_pct, d.modelled.astype(bool), bands)]
-    d['lo'], d['hi'] = d.delta_pct - bands, d.delta_pct + bands
+    d['lo'], d['hi'] = 100*((1 + d.delta_pct/100)/(1 + bands/100) - 1), 100*((1 + d.delta_pct/100)*(1 + bands/100) - 1)   # log terms: never below -100%
     d['tx'] = d.hi.where(d.delta_pct >= 0, d.lo).fillna(d.delta_pct)       # labels sit past the whisker's end, never on it
     many = d.target.nunique() > 1
     d['row'] = d.label + (' (' + d.target + ')' if many else '')

@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_results.ipynb #278c4388
 from __future__ import annotations
-import json
+import json, math
 from pathlib import Path
 from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -13,8 +13,9 @@ from .targets.registry import TARGETS
 
 # %% auto #0
 __all__ = ['Engine', 'SIMULATED_ENGINES', 'MIN_STABLE_REQUESTS', 'QUANTITIES', 'BAND_KEYS', 'USER_SPEED', 'AIPERF_METRICS',
-           'Metric', 'metric_of', 'SLA', 'BenchResult', 'not_b200', 'too_few_requests', 'Quantity', 'quantity',
-           'user_tok_s', 'SLAVerdict', 'sla_verdict', 'load_aiperf_export', 'export_field', 'from_aiperf_export']
+           'Metric', 'metric_of', 'SLA', 'band_words', 'is_finding', 'BenchResult', 'not_b200', 'too_few_requests',
+           'Quantity', 'quantity', 'user_tok_s', 'SLAVerdict', 'sla_verdict', 'load_aiperf_export', 'export_field',
+           'from_aiperf_export']
 
 # %% ../nbs/04_results.ipynb #cf5bbb6b
 class Metric(BaseModel):
@@ -62,6 +63,17 @@ class SLA(BaseModel):
 
 # %% ../nbs/04_results.ipynb #9faf4dd5
 Engine = Literal['replay', 'mocker', 'vllm', 'published']
+
+def band_words(b:float) -> str:
+    """A relative band `b` as the interval it is: a prediction x is trusted between x/(1+b) and x(1+b) (errors are judged in log terms),
+    so +174% reads '-63%/+174%': a third of the prediction is outside it, as three times it is."""
+    d = 1 if b < 0.1 else 0
+    return f'-{100*(1 - 1/(1 + b)):.{d}f}%/+{100*b:.{d}f}%'
+
+def is_finding(change:float|None, band:float|None) -> bool|None:
+    "Whether a relative change (-0.2 = 20% lower) exceeds its relative band, in log terms (None when either is missing): the one rule."
+    if change is None or band is None or not math.isfinite(change) or not math.isfinite(band) or change <= -1: return None
+    return abs(math.log1p(change)) > math.log1p(band)
 SIMULATED_ENGINES = ('replay', 'mocker')
 
 class BenchResult(BaseModel):
@@ -115,9 +127,9 @@ class BenchResult(BaseModel):
         return None if t is None else t/self.total_gpus
 
     def band(self, metric:str) -> str:
-        "The number's error band as text ('+-18%'), '' when it carries none."
+        "The number's error band as text ('-15%/+18%': the interval in log terms), '' when it carries none."
         b = self.error_band.get(metric)
-        return '' if b is None else f'\u00b1{100*b:.0f}%'
+        return '' if b is None else band_words(b)
 
 # %% ../nbs/04_results.ipynb #a02d378a
 def not_b200(provenance:str|None) -> str|None:

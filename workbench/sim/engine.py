@@ -16,10 +16,11 @@ from .physics import Factors, Pricing, step_profile
 from .workload import SessionModel, session_stream
 
 # %% auto #0
-__all__ = ['ROUTERS', 'TELEMETRY_MS', 'PILOT_PER_WORKER', 'PILOT_FORMAT', 'accept_rates', 'position_rates', 'implied_length',
-           'SimWorker', 'SimWorkload', 'over_context', 'workload_trace', 'SimSetup', 'host_blocks', 'offload_patch',
-           'pool_profile', 'engine_args', 'replay_signals', 'measured_records', 'report_metrics', 'reuse_share',
-           'result_from_report', 'replay', 'prefill_surcharge', 'measured_count', 'simulate']
+__all__ = ['WARMUP_SEED', 'WARMUP_IDS', 'ROUTERS', 'TELEMETRY_MS', 'PILOT_PER_WORKER', 'PILOT_FORMAT', 'accept_rates',
+           'position_rates', 'implied_length', 'SimWorker', 'SimWorkload', 'over_context', 'workload_trace', 'SimSetup',
+           'host_blocks', 'offload_patch', 'pool_profile', 'engine_args', 'replay_signals', 'measured_records',
+           'report_metrics', 'reuse_share', 'result_from_report', 'replay', 'prefill_prices', 'measured_count',
+           'simulate']
 
 # %% ../../nbs/10d_sim_engine.ipynb #7998cf28
 def accept_rates(acceptance_length:float, k:int) -> list[float]:
@@ -127,12 +128,12 @@ class SimWorkload(BaseModel):
     max_isl: int = 262144
     max_osl: int = 12000
     trace_block_size: int = 512
-    warm: bool = False     # the cache state the benchmark met: warm = the same requests served once before the measured pass
+    warmup: int = Field(0, ge=0)   # requests served before the measured pass (the benchmark's warm-up), isolated from it, not measured
 
     @property
     def synthetic_fixed(self) -> bool:
         "True when the engine's own synthetic generator can produce this workload."
-        return self.trace_path is None and self.sessions is None and self.isl_cv == 0 and self.osl_cv == 0 and not self.warm
+        return self.trace_path is None and self.sessions is None and self.isl_cv == 0 and self.osl_cv == 0 and not self.warmup
 
 def _draws(rng, mean, cv, n, *, lo, hi):
     "n integer samples with the given mean and coefficient of variation, clipped to [lo, hi]."
@@ -159,6 +160,7 @@ def _rows(wl:SimWorkload) -> list[dict]:
     return rows
 
 _OVER: dict[str, int] = {}       # generated workloads are fixed by their content: count once per process
+WARMUP_SEED, WARMUP_IDS = 7919, 1 << 56   # the warm-up's own draws and block-id space (no block in common with the measured requests)
 
 def over_context(wl:SimWorkload) -> int:
     "How many requests of `wl` are longer than `wl.max_isl` (dropped before the replay)."
@@ -177,9 +179,11 @@ def workload_trace(wl:SimWorkload) -> Path:
     if out.exists(): return out
     keep = [r for r in _rows(wl) if r['input_length'] <= wl.max_isl]
     if not keep: raise WorkbenchError(f'every request is longer than max_isl={wl.max_isl}', 'generate workload', 'raise max_isl or lower isl_mean')
-    if wl.warm:                             # a warm cache: the same requests once before the measured pass
-        shift = 1 + max(r['timestamp'] for r in keep)
-        keep = keep + [{**r, 'timestamp': r['timestamp'] + shift} for r in keep]
+    if wl.warmup:                           # the warm-up first: its own requests, no block shared with the measured ones
+        warm = [r for r in _rows(wl.model_copy(update={'requests': wl.warmup, 'seed': wl.seed + WARMUP_SEED, 'warmup': 0, 'trace_path': None}))
+                if r['input_length'] <= wl.max_isl]
+        keep = [{**r, 'timestamp': i, 'hash_ids': [h + WARMUP_IDS for h in r['hash_ids']]} for i, r in enumerate(warm)] + \
+               [{**r, 'timestamp': len(warm) + i} for i, r in enumerate(keep)]
     tmp = unique_tmp(out); tmp.write_text('\n'.join(json.dumps(r) for r in keep) + '\n'); tmp.replace(out)
     return out
 
@@ -258,20 +262,21 @@ def offload_patch(host_offload_gb:float, kv_bytes_per_token:float, *, d2h_gbps:f
     return patch
 
 # %% ../../nbs/10d_sim_engine.ipynb #c35fefd0
-def pool_profile(setup:SimSetup, w:SimWorker, pricing:Pricing|None=None, surcharge_ms:float=0.0) -> Path:
-    "The timing profile pool `w` of `setup` runs with (`physics.step_profile`)."
+def pool_profile(setup:SimSetup, w:SimWorker, pricing:Pricing|None=None, prices:dict|None=None) -> Path:
+    "The timing profile pool `w` of `setup` runs with (`physics.step_profile`; `prices`: the pilot's `timing.prefill_prices`)."
     return step_profile(setup.standin(), role=w.role, tp=w.tp, moe=w.moe, attention_dp=w.dp, drafts=w.spec_tokens, method=w.spec_method,
-                        pricing=pricing, surcharge_ms=surcharge_ms if w.role != 'decode' else 0.0, context_length=setup.context_length)
+                        pricing=pricing, prices=prices if w.role != 'decode' else None, chunk=w.max_num_batched_tokens,
+                        context_length=setup.context_length)
 
-def engine_args(setup:SimSetup, w:SimWorker, pricing:Pricing|None=None, surcharge_ms:float=0.0) -> dict:
+def engine_args(setup:SimSetup, w:SimWorker, pricing:Pricing|None=None, prices:dict|None=None) -> dict:
     "The replay engine's config dict for pool `w` of `setup`."
     s = setup.standin()
     blocks = w.num_gpu_blocks or timing.num_gpu_blocks(s, w.tp, w.block_size, w.gpu_memory_utilization, kv_dtype=w.kv_dtype, dp=w.dp,
                                                        weights_gb=setup.weights_gb)
-    prof = pool_profile(setup, w, pricing, surcharge_ms)
-    budget = w.max_num_batched_tokens if w.role != 'decode' else max(w.max_num_batched_tokens, setup.context_length)
+    prof = pool_profile(setup, w, pricing, prices)
+    budget = w.max_num_batched_tokens if w.role == 'agg' else max(w.max_num_batched_tokens, setup.context_length)
     e = dict(block_size=w.block_size, num_gpu_blocks=blocks, max_num_seqs=1 if w.role == 'prefill' else w.max_num_seqs,
-             max_num_batched_tokens=budget, enable_chunked_prefill=w.role != 'decode',
+             max_num_batched_tokens=budget, enable_chunked_prefill=w.role == 'agg',
              enable_prefix_caching=w.enable_prefix_caching, worker_type={'agg': 'aggregated'}.get(w.role, w.role),
              timing_model={'type': 'external', 'provider': 'dynamo_profile', 'config': {'path': str(prof)}})
     if w.spec_tokens: e.update(aic_nextn=w.spec_tokens, aic_nextn_accept_rates=','.join(map(str, w.rates)), aic_mtp_seed=setup.workload.seed)
@@ -385,7 +390,7 @@ def result_from_report(report, *, model:str, variant:str, concurrency:int, total
 ROUTERS = {'round-robin': 'round_robin', 'kv': 'kv_router', 'random': 'kv_router'}
 TELEMETRY_MS = 5000.0  # the replay's telemetry sample interval: queue, batch and KV means for the diagnosis (1 s samples cost a third of a replay)
 PILOT_PER_WORKER = 8   # concurrent requests per prefilling worker in the pilot replay that measures prompts and prefix hits
-PILOT_FORMAT = 2       # bump when the pilot or the surcharge changes: cached surcharges stop matching
+PILOT_FORMAT = 3       # bump when the pilot or the prices change: cached prices stop matching (3: chunk_ms and extra_ms_per_token)
 
 def _router_config(router:str):
     "KvRouterConfig for the random-router emulation (None otherwise)."
@@ -408,17 +413,17 @@ def _run_engine(setup:SimSetup, kw:dict, replay_kw:dict):
         raise WorkbenchError(f'the replay engine refused {setup.model} {setup.topology} c{kw["replay_concurrency"]}: {e}', 'simulate',
                              'check the worker settings named in the message (an unknown field lists the allowed ones)') from None
 
-def replay(setup:SimSetup, concurrency:int, *, pricing:Pricing|None=None, surcharge:dict|str|None='auto', patch=None,
+def replay(setup:SimSetup, concurrency:int, *, pricing:Pricing|None=None, prices:dict|str|None='auto', patch=None,
            telemetry_ms:float|None=TELEMETRY_MS, **replay_kw):
     "Run the replay engine on `setup` at `concurrency`: (report with per-request records and telemetry, engine args per role)."
     os.environ.setdefault('DYN_LOG', 'error')
     from dynamo.replay import TelemetryOptions
     if concurrency < 1: raise WorkbenchError(f'concurrency {concurrency}', 'simulate', 'use a concurrency >= 1')
-    sur = prefill_surcharge(setup) if surcharge == 'auto' else (surcharge or {})
+    pp = prefill_prices(setup) if prices == 'auto' else (prices or {})
     kw = dict(replay_concurrency=concurrency, router_mode=ROUTERS[setup.router], capture_per_request=True, **replay_kw)
     if telemetry_ms: kw['telemetry_options'] = TelemetryOptions(sample_interval_ms=telemetry_ms)
     if (rc := _router_config(setup.router)) is not None: kw['router_config'] = rc
-    eargs = {w.role: engine_args(setup, w, pricing, sur.get(w.role, 0.0)) for w in setup.workers}
+    eargs = {w.role: engine_args(setup, w, pricing, pp.get(w.role)) for w in setup.workers}
     if patch: eargs = {role: patch(role, a) for role, a in eargs.items()}
     if setup.disaggregated:
         kw.update(prefill_engine_args=eargs['prefill'], decode_engine_args=eargs['decode'],
@@ -426,16 +431,16 @@ def replay(setup:SimSetup, concurrency:int, *, pricing:Pricing|None=None, surcha
     else: kw.update(extra_engine_args=eargs['agg'], num_workers=setup.pool('agg').replicas)
     return _run_engine(setup, kw, replay_kw), eargs
 
-def prefill_surcharge(setup:SimSetup) -> dict[str, float]:
-    "Per prefilling pool, the mean prefill ms per new token the engine does not charge (a deterministic pilot replay, cached)."
+def prefill_prices(setup:SimSetup) -> dict[str, dict]:
+    "Per prefilling pool, what its prefill curve needs from the workload's prompts (`timing.prefill_prices`; a deterministic pilot replay, cached)."
     pilot = setup.model_copy(update={'router': 'round-robin'})
     path = runs_dir()/'cache'/'prefix'/f'{content_hash([pilot.hash, PILOT_FORMAT])}.json'
     if path.exists(): return json.loads(path.read_text())
     pre = setup.pool('prefill' if setup.disaggregated else 'agg')
-    rep, _ = replay(pilot, PILOT_PER_WORKER*pre.replicas, surcharge=None, telemetry_ms=None)
+    rep, _ = replay(pilot, PILOT_PER_WORKER*pre.replicas, prices=None, telemetry_ms=None)
     prompts = [(r['input_length'], r.get('reused_input_tokens') or 0) for r in rep.per_request or [] if r.get('terminal_status') == 'completed']
-    out = {pre.role: timing.prefill_surcharge_ms(setup.standin(), pre.tp, *pre.moe, requests=prompts, chunk=pre.max_num_batched_tokens,
-                                                 attention_dp=pre.dp)}
+    out = {pre.role: timing.prefill_prices(setup.standin(), pre.tp, *pre.moe, requests=prompts, chunk=pre.max_num_batched_tokens,
+                                           whole=pre.role == 'prefill', attention_dp=pre.dp)}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = unique_tmp(path); tmp.write_text(json.dumps(out)); tmp.replace(path)
     return out
@@ -454,27 +459,27 @@ def _notes(setup:SimSetup, eargs:dict, pricing:Pricing|None, dropped:int) -> lis
     if setup.router == 'random': nts.append('random router emulated by the KV router at very high temperature')
     if pricing is None or pricing.raw: nts.append('uncalibrated: raw aiconfigurator kernel times, no step physics')
     wl = setup.workload
-    if wl.warm: nts.append('warm cache: the requests were served once before the measured pass (the benchmark does not clear the KV cache)')
+    if wl.warmup: nts.append(f'warm-up: {wl.warmup} requests before the measured pass (isolated prefixes, not measured), as the benchmark warms up')
     if dropped: nts.append(f'{dropped} of {wl.requests} requests longer than max_isl={wl.max_isl} dropped before the replay '
                            '(a real frontend rejects them with HTTP 400; the recipes excluded such requests); not counted as errors')
     return nts
 
 def measured_count(wl:SimWorkload) -> int|None:
-    "How many requests a benchmark of `wl` measures when the replay serves more (warm cache), else None (all of them)."
-    return wl.requests - over_context(wl) if wl.warm else None
+    "How many requests a benchmark of `wl` measures when the replay serves more (a warm-up first), else None (all of them)."
+    return wl.requests - over_context(wl) if wl.warmup else None
 
 def simulate(setup:SimSetup, concurrency:int, *, pricing:Pricing|None=None, variant:str|None=None, variant_hash:str|None=None,
              notes:list[str]|None=None, patch=None, telemetry_ms:float|None=TELEMETRY_MS, **replay_kw) -> BenchResult:
     "Replay `setup` at `concurrency` on the DynoSim engine and return a simulated `BenchResult` with its operational signals."
     t0 = time.time()
-    sur = prefill_surcharge(setup)
-    rep, eargs = replay(setup, concurrency, pricing=pricing, surcharge=sur, patch=patch, telemetry_ms=telemetry_ms, **replay_kw)
+    pp = prefill_prices(setup)
+    rep, eargs = replay(setup, concurrency, pricing=pricing, prices=pp, patch=patch, telemetry_ms=telemetry_ms, **replay_kw)
     wall, s, n = time.time()-t0, rep.summary, measured_count(setup.workload)
     r = result_from_report(rep, model=setup.model, variant=variant or f'sim-{setup.topology}', variant_hash=variant_hash or setup.hash,
                            concurrency=concurrency, total_gpus=setup.total_gpus, topology=setup.topology, measured=n)
     dropped = over_context(setup.workload)
     return r.model_copy(update={'notes': list(notes or []) + _notes(setup, eargs, pricing, dropped), 'extra': dict(
-        wall_s=round(wall, 4), setup_hash=setup.hash, pricing=(pricing or Pricing()).model_dump(), prefill_surcharge_ms_per_token=sur,
+        wall_s=round(wall, 4), setup_hash=setup.hash, pricing=(pricing or Pricing()).model_dump(), prefill_prices=pp,
         num_gpu_blocks={r: e['engine']['num_gpu_blocks'] for r, e in eargs.items()}, max_num_seqs={w.role: w.max_num_seqs for w in setup.workers},
         host_offload_gb={w.role: w.host_offload_gb for w in setup.workers if w.host_offload_gb}, duration_ms=r.value('benchmark_duration', 'avg')*1000,
         first_admission_prefix_reuse=s.get('first_admission_prefix_cache_reused_ratio'), over_context_dropped=dropped, measured_requests=n,

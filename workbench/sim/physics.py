@@ -12,7 +12,8 @@ from ..core import WorkbenchError, content_hash, unique_tmp
 from . import timing
 
 # %% auto #0
-__all__ = ['DRAFT_LAYERS', 'PHYSICS_FORMAT', 'StepPhysics', 'Factors', 'Pricing', 'speculative_grid', 'step_profile']
+__all__ = ['DRAFT_LAYERS', 'PHYSICS_FORMAT', 'MIXED_BATCH', 'CHUNK_MARGIN', 'StepPhysics', 'Factors', 'Pricing',
+           'speculative_grid', 'prefill_curve', 'mixed_step_ms', 'step_profile']
 
 # %% ../../nbs/10c_sim_physics.ipynb #e8a1d9b2
 class StepPhysics(BaseModel):
@@ -67,23 +68,54 @@ def speculative_grid(z0:dict, k:int, layers:int, method:str='mtp') -> np.ndarray
     return z0['decode_itl'] + verify + k*DRAFT_LAYERS[method]*at(batch)/max(1, layers)
 
 # %% ../../nbs/10c_sim_physics.ipynb #f248c073
-PHYSICS_FORMAT = 1    # bump when step_profile's construction changes: cached profiles stop matching
+PHYSICS_FORMAT = 3    # bump when step_profile's construction changes: cached profiles stop matching (2: prefill by chunks; 3: mixed steps)
+MIXED_BATCH = 8       # the decode batch whose kernel time a mixed step's chunk does not pay again (the pilot's load per worker)
+CHUNK_MARGIN = 1024   # an aggregated step within this many tokens of the budget is a full chunk (the step's decodes take the rest)
+
+def prefill_curve(standin:timing.Standin, *, role:str, tp:int, moe:tuple[int, int], attention_dp:int=1, chunk:int=8192,
+                  prices:dict|None=None, context_length:int=262144) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    "(new tokens, kernel ms, steps) of the prefill curve of a pool: the whole prompt by its chunks (role 'prefill'), or per chunk (role 'agg')."
+    ts = timing.timing_standin(standin)
+    base = timing.load_profile(timing.build_profile(ts, tp, *moe, attention_dp=attention_dp, max_isl=context_length, max_ctx=context_length))
+    isl, ms = base['prefill_isl'], base['prefill_ttft_ms']
+    if role == 'prefill':
+        eng = timing.aic_engine(ts, tp, *moe, attention_dp=attention_dp)
+        grid = np.unique(np.concatenate([isl, np.arange(chunk, context_length + 1, chunk)]))
+        with timing._quiet(): out = [timing.chunked_prefill_ms(eng, int(n), chunk) for n in grid]
+        return grid.astype(float), np.array([t for t, _ in out]), np.array([s for _, s in out], float)
+    full = (prices or {}).get('chunk_ms')
+    if not full: return isl, ms, np.ones(len(isl))
+    lo = chunk - CHUNK_MARGIN
+    grid = np.unique(np.concatenate([isl[isl < lo], [lo - 1, lo, chunk, context_length]]))
+    fresh = np.interp(grid, isl, ms)
+    return grid.astype(float), np.where(grid >= lo, full*grid/chunk, fresh), np.ones(len(grid))
+
+def mixed_step_ms(z:dict, dec:np.ndarray, decode_factor:float=1.0) -> float:
+    "The kernel time of a decode step of `MIXED_BATCH` sequences at the shortest context (`dec`: the decode grid of profile `z`): its weight reads."
+    a, c = z['decode_active_kv_tokens'], z['decode_context_length']
+    return decode_factor*float(np.interp(MIXED_BATCH*c[0], a, dec[:, 0]))
 
 def step_profile(standin:timing.Standin, *, role:str, tp:int, moe:tuple[int, int], attention_dp:int=1, drafts:int=0, method:str='mtp',
-                 pricing:Pricing|None=None, surcharge_ms:float=0.0, context_length:int=262144) -> Path:
-    "The NPZ timing profile of one pool (role 'agg', 'prefill' or 'decode') priced with `pricing` (step physics and the model's factors)."
+                 pricing:Pricing|None=None, prices:dict|None=None, chunk:int=8192, context_length:int=262144) -> Path:
+    """The NPZ timing profile of one pool (role 'agg', 'prefill' or 'decode') priced with `pricing` (step physics and the model's factors),
+    its prefill by `chunk`-token chunks with the pilot's `prices` (`timing.prefill_prices`)."""
     physics, factors = (pricing or Pricing()).physics, (pricing or Pricing()).factors
     ts = timing.timing_standin(standin)
     base = timing.build_profile(ts, tp, *moe, nextn=0, attention_dp=attention_dp, max_isl=context_length, max_ctx=context_length)
     layers = int(ts.text_config['num_hidden_layers'])
-    key = [str(base.name), role, drafts, method if drafts else '', physics.model_dump(), factors.model_dump(), round(surcharge_ms, 9), layers, tp, PHYSICS_FORMAT]
+    prices = {k: round(v, 9) for k, v in (prices or {}).items() if v is not None}
+    key = [str(base.name), role, drafts, method if drafts else '', physics.model_dump(), factors.model_dump(), prices, chunk, layers, tp, PHYSICS_FORMAT]
     out = base.with_name(f'{base.stem}-s{content_hash(key, 12)}.npz')
     if out.exists(): return out
     z = timing.load_profile(base)
     dec = speculative_grid(z, drafts, layers, method) if drafts else z['decode_itl']
     z['decode_itl'] = factors.decode*dec + physics.overhead_ms(layers, tp, drafts)
-    fixed = physics.overhead_ms(layers, tp) if role == 'prefill' else 0.0
-    z['prefill_ttft_ms'] = factors.prefill*(z['prefill_ttft_ms'] + surcharge_ms*z['prefill_isl']) + fixed
+    if role != 'decode':
+        isl, ms, steps = prefill_curve(standin, role=role, tp=tp, moe=moe, attention_dp=attention_dp, chunk=chunk, prices=prices,
+                                       context_length=context_length)
+        fixed = physics.overhead_ms(layers, tp)*steps if role == 'prefill' else 0.0
+        z['prefill_isl'], z['prefill_ttft_ms'] = isl, factors.prefill*(ms + prices.get('extra_ms_per_token', 0.0)*isl) + fixed
+        if role == 'agg': z['prefill_ttft_ms'] = np.maximum(z['prefill_ttft_ms'] - mixed_step_ms(z, dec, factors.decode), 0.0)
     tmp = unique_tmp(out)
     with open(tmp, 'wb') as f: np.savez(f, **z)
     os.replace(tmp, out)

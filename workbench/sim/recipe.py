@@ -11,8 +11,8 @@ from ..results import BenchResult, SLA, USER_SPEED, quantity
 from ..sla import SLAMax, best_passing, search_sla_max, sla_margin
 from . import timing
 from .workload import SessionModel
-from .physics import Pricing, Factors, StepPhysics
-from .engine import SimWorker, SimWorkload, SimSetup, position_rates, simulate
+from .physics import Pricing, Factors, StepPhysics, PHYSICS_FORMAT
+from .engine import SimWorker, SimWorkload, SimSetup, PILOT_FORMAT, position_rates, simulate
 from .calibration import Calibration, FitPoint, Observation, calibrate, PRIOR_SD
 
 # %% auto #0
@@ -22,7 +22,7 @@ __all__ = ['SIM_VERSION', 'SIM_DEFAULTS', 'SPEC_METHODS', 'CAL_SEED', 'transfer_
            'validation_path', 'shipped_validation', 'inputs_hash', 'ledger_calibration', 'model_pricing']
 
 # %% ../../nbs/10f_sim_recipe.ipynb #bdcf84a8
-SIM_VERSION = 5        # bump when the simulator's physics change: calibrations and the shipped validation stop matching
+SIM_VERSION = 7        # bump when the simulator's physics change: calibrations and the shipped validation stop matching (7: prefill by chunks, mixed steps, warm-up)
 SIM_DEFAULTS = dict(block_size=64, max_num_seqs=1024, max_num_batched_tokens=8192, gpu_memory_utilization=0.9, kv_dtype='fp8',
                     prefix_caching=True, router='round-robin')
 SPEC_METHODS = {'mtp': 'mtp', 'exaone_moe_mtp': 'mtp', 'eagle3': 'eagle3'}   # recipe method -> what proposes the drafts in the sim
@@ -86,20 +86,21 @@ def benchmark_of(variant):
     return rec.benchmarks.get(variant.topology_name) or rec.benchmarks.get(rec.default_topology)
 
 def _workload(variant, requests:int, seed:int, notes:list[str]) -> SimWorkload:
-    "The simulated workload of `variant`'s benchmark: the trace's conversation stream, or synthetic lengths, in the benchmark's cache state."
+    "The simulated workload of `variant`'s benchmark: the trace's conversation stream, or synthetic lengths, after the benchmark's warm-up."
     from workbench.recipes import load_traces
     rec, bench = variant.recipe, benchmark_of(variant)
-    wl, warm = (bench.workload if bench else None), bool(bench and bench.cache == 'warm')
+    wl, warm = (bench.workload if bench else None), (bench.warmup_requests if bench else 0)
     max_isl = (wl.max_isl if wl else None) or rec.model.architecture.context_length
-    if warm: notes.append("cache: warm, as the recipe's benchmark measured (it does not clear the KV cache): the requests are served once before the measured pass")
+    if warm: notes.append(f"warm-up: {warm} requests before the measured pass, as the recipe's benchmark warms up (isolated prefixes: "
+                          'they warm the engine, not the measured prompts)')
     if wl is not None and wl.trace:
         t = load_traces()[wl.trace]
         if not t.sessions: raise WorkbenchError(f'trace {t.id} has no sessions model', 'build sim workload',
                                                 'add a sessions block to recipes/traces.yaml (see nbs/10a_sim_workload)')
         notes.append(f'workload: conversation stream standing in for trace {t.id} ({requests} requests, seed {seed}; see recipes/traces.yaml)')
-        return SimWorkload(sessions=SessionModel(**t.sessions), requests=requests, seed=seed, max_isl=max_isl, warm=warm)
+        return SimWorkload(sessions=SessionModel(**t.sessions), requests=requests, seed=seed, max_isl=max_isl, warmup=warm)
     if wl is not None and wl.isl:
-        return SimWorkload(isl_mean=wl.isl, osl_mean=wl.osl or 1024, requests=requests, seed=seed, max_isl=max_isl, warm=warm,
+        return SimWorkload(isl_mean=wl.isl, osl_mean=wl.osl or 1024, requests=requests, seed=seed, max_isl=max_isl, warmup=warm,
                            prefix_ratio=min(1.0, (wl.shared_prefix_tokens or 0)/wl.isl), num_prefixes=wl.num_prefixes or 0)
     raise WorkbenchError(f'{rec.id} has no benchmark workload for {variant.topology_name}', 'build sim workload',
                          'add a benchmarks entry with a trace id or isl/osl to the recipe')
@@ -186,7 +187,7 @@ def sim_versions() -> dict:
     "Versions a calibration depends on."
     import importlib.metadata as md
     if not _VERSIONS: _VERSIONS.update({'ai-dynamo': md.version('ai-dynamo'), 'aiconfigurator': md.version('aiconfigurator')})
-    return {'sim': SIM_VERSION, **_VERSIONS, 'profile_format': timing.PROFILE_FORMAT}
+    return {'sim': SIM_VERSION, **_VERSIONS, 'profile_format': timing.PROFILE_FORMAT, 'physics_format': PHYSICS_FORMAT, 'pilot_format': PILOT_FORMAT}
 
 def fit_points(models=None) -> dict[str, list[FitPoint]]:
     "Every model's published points (default: every recipe)."

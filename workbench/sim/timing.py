@@ -11,9 +11,10 @@ import numpy as np
 from ..core import WorkbenchError, content_hash, recipes_dir, runs_dir, unique_tmp
 
 # %% auto #0
-__all__ = ['DTYPE_BYTES', 'B200_USABLE_GB', 'PROFILE_FORMAT', 'Standin', 'timing_standin', 'standin_dir', 'load_standin',
-           'kv_layout', 'kv_bytes_per_token', 'kv_bytes_per_token_per_gpu', 'kv_capacity_tokens', 'num_gpu_blocks',
-           'min_tp_that_fits', 'profile_key', 'build_profile', 'load_profile', 'aic_engine', 'prefill_surcharge_ms']
+__all__ = ['DTYPE_BYTES', 'B200_USABLE_GB', 'PROFILE_FORMAT', 'PILOT_GRAIN', 'Standin', 'timing_standin', 'standin_dir',
+           'load_standin', 'kv_layout', 'kv_bytes_per_token', 'kv_bytes_per_token_per_gpu', 'kv_capacity_tokens',
+           'num_gpu_blocks', 'min_tp_that_fits', 'profile_key', 'build_profile', 'load_profile', 'aic_engine',
+           'chunked_prefill_ms', 'prefill_prices']
 
 # %% ../../nbs/10b_sim_timing.ipynb #70341408
 @dataclass(frozen=True)
@@ -230,22 +231,35 @@ def aic_engine(s:Standin, tp:int, moe_tp:int, moe_ep:int, *, nextn:int=0, attent
     return eng
 
 # %% ../../nbs/10b_sim_timing.ipynb #ce2e0b1f
-def prefill_surcharge_ms(s:Standin, tp:int, moe_tp:int, moe_ep:int, *, requests, chunk:int|None=None, attention_dp:int=1) -> float:
-    """Mean prefill ms per new token the engine does not charge, over `requests` = [(input_length, cached_tokens), ...]: attention over
-    the cached prefix and, with chunked prefill (`chunk` tokens a step), over the prompt's earlier chunks."""
-    eng, memo = aic_engine(s, tp, moe_tp, moe_ep, attention_dp=attention_dp), {}
-    def t(n:int, prefix:int=0) -> float:
-        if (n, prefix) not in memo: memo[n, prefix] = eng.predict_prefill_latency(1, n, prefix)
-        return memo[n, prefix]
-    extra, new = 0.0, 0
+PILOT_GRAIN = 128     # the pilot prices chunk starts and lengths rounded to this many tokens (the prices move < 0.1%; many fewer look-ups)
+
+def chunked_prefill_ms(eng, new:int, chunk:int|None, prefix:int=0, *, memo:dict|None=None, grain:int=1) -> tuple[float, int]:
+    """aiconfigurator's time (ms) to prefill `new` tokens after `prefix` cached ones the way vLLM does, in chunks of `chunk` tokens a step
+    (None: one step), each chunk attending over every token before it; and the number of steps (chunks). `grain` rounds the look-ups."""
+    memo, step, total, steps = ({} if memo is None else memo), (chunk or new), 0.0, 0
+    for i in range(0, new, step):
+        start, size = prefix + i, min(step, new - i)
+        q = lambda x: int(round(x/grain))*grain
+        k = (q(start + size), q(start))
+        if k[0] <= k[1]: k = (k[1] + grain, k[1])
+        if k not in memo: memo[k] = eng.predict_prefill_latency(1, *k)
+        total += memo[k]*size/(k[0] - k[1]); steps += 1
+    return total, steps
+
+def prefill_prices(s:Standin, tp:int, moe_tp:int, moe_ep:int, *, requests, chunk:int, whole:bool, attention_dp:int=1) -> dict:
+    """What a pool's prefill curve needs from the prompts (input length, cached tokens) of a pilot replay: `chunk_ms`, the mean time of a
+    full chunk (an aggregated pool, `whole=False`, whose engine prices each chunk as it runs; None for a prefill pool, priced by the
+    whole prompt); `extra_ms_per_token`, the mean time per new token the curve still misses (the attention over cached prefixes)."""
+    eng, memo, g = aic_engine(s, tp, moe_tp, moe_ep, attention_dp=attention_dp), {}, PILOT_GRAIN
+    reqs = [(int(isl), int(hit or 0)) for isl, hit in requests if int(isl) - int(hit or 0) >= 1]
     with _quiet():
-        for isl, hit in requests:
-            isl, hit = int(isl), int(hit or 0)
-            n = isl - hit
-            if n < 1: continue
-            if chunk and n > chunk:
-                full, rest = divmod(n, chunk)
-                charged = full*t(chunk) + (t(rest) if rest else 0.0)
-            else: charged = t(n)
-            extra += max(0.0, (t(isl, hit) if hit else t(isl)) - charged); new += n
-    return extra/new if new else 0.0
+        truth = [chunked_prefill_ms(eng, isl - hit, chunk, hit, memo=memo, grain=g)[0] for isl, hit in reqs]
+        full = [chunked_prefill_ms(eng, chunk, None, hit + i, memo=memo, grain=g)[0] for isl, hit in reqs for i in range(0, isl - hit - chunk + 1, chunk)]
+        chunk_ms = float(np.mean(full)) if full and not whole else None
+        def charged(n:int) -> float:
+            if whole: return chunked_prefill_ms(eng, n, chunk, memo=memo, grain=g)[0]
+            k, rest = divmod(n, chunk)
+            return k*(chunk_ms or 0.0) + (chunked_prefill_ms(eng, rest, None, memo=memo, grain=g)[0] if rest else 0.0)
+        extra = sum(t - charged(isl - hit) for t, (isl, hit) in zip(truth, reqs))
+    new = sum(isl - hit for isl, hit in reqs)
+    return {'chunk_ms': chunk_ms, 'extra_ms_per_token': max(0.0, extra/new) if new else 0.0}

@@ -9,8 +9,9 @@ import numpy as np
 from ..results import BAND_KEYS
 
 # %% auto #0
-__all__ = ['MODELLED', 'INTERVAL', 'unmodelled', 'partly_modelled', 'fitted_topologies', 'groups_changed', 'interval', 'combine',
-           'coverage', 'sharpness', 'sample_bias', 'effect_band', 'band_of_groups', 'delta_band', 'band_of']
+__all__ = ['MODELLED', 'INTERVAL', 'REPEAT_REQUESTS', 'unmodelled', 'partly_modelled', 'fitted_topologies', 'groups_changed',
+           'interval', 'combine', 'coverage', 'sharpness', 'sample_bias', 'effect_band', 'band_of_groups',
+           'repeat_band', 'delta_band', 'band_of']
 
 # %% ../../nbs/10g_sim_trust.ipynb #2b6f7728
 MODELLED = {
@@ -51,9 +52,11 @@ def _changed(variant) -> list[tuple[str, str]]:
     return sorted(set(out))
 
 def unmodelled(variant) -> list[str]:
-    "The settings `variant` changes that the simulator does not model ('group.setting: why')."
-    return [f'{g}.{s}: {MODELLED.get(g, {}).get(s, ("no", "unknown setting"))[1]}' for g, s in _changed(variant)
-            if MODELLED.get(g, {}).get(s, ('no',))[0] == 'no']
+    "The settings `variant` changes that the simulator does not model ('group.setting: why'), and what its published baseline ran that it does not."
+    own = [why for p in variant.recipe.published if variant.base == 'baseline' and p.label == 'baseline'
+           and p.topology == variant.topology_name for why in p.unmodelled]
+    return own + [f'{g}.{s}: {MODELLED.get(g, {}).get(s, ("no", "unknown setting"))[1]}' for g, s in _changed(variant)
+                  if MODELLED.get(g, {}).get(s, ('no',))[0] == 'no']
 
 def partly_modelled(variant) -> list[str]:
     "The settings `variant` changes that the simulator models only in part."
@@ -130,13 +133,24 @@ def effect_band(v:dict, groups:list[str], key:str, *, twice:bool=False) -> float
     return combine(*bands, *(bands if twice else []))
 
 def band_of_groups(v:dict, model:str, groups:list[str], requests:int, *, twice:bool=False) -> dict[str, float]:
-    "Per band key: the band of a point of `model` that differs from its fitted configurations in `groups`, at `requests`."
+    """Per band key: the band of a point of `model` that differs from its fitted configurations in `groups`, at `requests` (a short sample's
+    bias against the trace-sized one counts only where it stands out of the seed noise of the two: twice it, or more)."""
     fitted, bias, out = v.get('bands', {}).get('fitted', {}), sample_bias(v.get('stability', []), model, requests), {}
     for key in BAND_KEYS:
-        b = combine(fitted.get(key), effect_band(v, groups, key, twice=twice) if groups else None, _noise(v, key, requests),
-                    abs(bias[key]) if key in bias else None)
+        nz = _noise(v, key, requests)
+        real = key in bias and abs(bias[key]) > 2*math.hypot(nz or 0.0, _noise(v, key, v.get('noise_requests', 1805)) or 0.0)
+        b = combine(fitted.get(key), effect_band(v, groups, key, twice=twice) if groups else None, nz, abs(bias[key]) if real else None)
         if b is not None: out[key] = round(b, 4)
     return out
+
+REPEAT_REQUESTS = 600    # the request count the repeat spread is measured at (a study's typical size; the spread shrinks with sqrt(N))
+def repeat_band(det:dict, disaggregated:bool, router:str, requests:int) -> dict[str, float]:
+    "The band of a repeat (same configuration, same seed) for a point of that kind at `requests` (a flat, older document: as it is)."
+    if not det or not isinstance(next(iter(det.values())), dict): return {k: v for k, v in (det or {}).items() if k in BAND_KEYS}
+    d = det.get(f"{'disagg' if disaggregated else 'agg'}/{'kv' if router == 'kv' else 'round-robin'}") or {}
+    scale = math.sqrt(d.get('requests', REPEAT_REQUESTS)/max(1, requests))
+    return {k: round(v*scale, 5) for k, v in d.items() if k in BAND_KEYS}
+
 
 def delta_band(v:dict, groups:list[str], requests:int, key:str='output_token_throughput', *, twice:bool=False) -> float:
     "The band of the relative change between two simulated points that differ in `groups` (none: the same configuration twice)."
@@ -157,7 +171,8 @@ def band_of(variant, requests:int, validation:dict|None=None) -> tuple[dict[str,
     groups, twice = groups_changed(variant), bool(partly_modelled(variant))
     out = band_of_groups(v, variant.recipe.id, groups, requests, twice=twice)
     out['delta'] = delta_band(v, sorted(changed_groups(recipe_variant(variant.recipe, variant.topology_name), variant)), requests, twice=twice)
-    out['repeat'] = {k: b for k, b in v.get('determinism', {}).items() if k in BAND_KEYS}   # the same configuration twice, same seed
+    out['repeat'] = repeat_band(v.get('determinism', {}), len(variant.spec.workers) > 1 and variant.spec.workers[0].role != 'agg',
+                                variant.spec.frontend.routing.mode or 'round-robin', requests)   # the same configuration twice, same seed
     bias = sample_bias(v.get('stability', []), variant.recipe.id, requests).get('output_token_throughput', 0.0)
     big = abs(bias) > 2*(_noise(v, 'output_token_throughput', requests) or 0.0)
     basis = (f"{INTERVAL:.0%} prediction interval from held-out errors over {len(v['models'])} models"

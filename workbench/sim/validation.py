@@ -15,12 +15,13 @@ from .physics import Pricing
 from .engine import simulate
 from .recipe import (SIM_VERSION, CAL_SEED, benchmark_of, calibration, fit_points, inputs_hash, protocol_concurrencies,
                                   published_maximum, sim_versions, validation_path, variant_setup)
-from .trust import MODELLED, INTERVAL, interval, combine, coverage, sharpness, unmodelled
+from .trust import MODELLED, INTERVAL, REPEAT_REQUESTS, interval, combine, coverage, sharpness, unmodelled
 
 # %% auto #0
-__all__ = ['REFIT', 'NOISE_SEEDS', 'NOISE_REQUESTS', 'protocol_value', 'effect_rows', 'reuse_rows', 'held_out_rows', 'noise_rows',
-           'determinism', 'noise_cv', 'bands', 'coverage_rows', 'judge', 'validate', 'physics_table', 'held_out_table',
-           'effects_table', 'bands_table', 'coverage_table', 'trust_table', 'stability_table']
+__all__ = ['REFIT', 'NOISE_SEEDS', 'NOISE_REQUESTS', 'REPEAT_POINTS', 'FAMILY', 'protocol_value', 'effect_rows', 'reuse_rows',
+           'held_out_rows', 'noise_rows', 'determinism', 'sweep_rows', 'sweep_shape', 'noise_cv', 'bands',
+           'coverage_rows', 'judge', 'validate', 'physics_table', 'held_out_table', 'effects_table', 'bands_table',
+           'coverage_table', 'trust_table', 'repeat_table', 'sweep_table', 'report_tables', 'stability_table']
 
 # %% ../../nbs/10h_sim_validation.ipynb #d120651e
 def protocol_value(recipe, v, pricing:Pricing, concurrency:int|None=None) -> tuple[float|None, int|None]:
@@ -98,10 +99,16 @@ def reuse_rows(model:str, full:dict) -> list[dict]:
     return out
 
 # %% ../../nbs/10h_sim_validation.ipynb #9f03a7fa
-def _row(kind:str, model:str, point:str, key:str, *, observed:float, rel:float|None, groups=()) -> dict:
-    "One held-out prediction."
+def _row(kind:str, model:str, point:str, key:str, *, observed:float, rel:float|None, groups=(), p95:float|None=None) -> dict:
+    "One held-out prediction (`p95`: with a TTFT p50, the TTFT p95 the same fit predicts)."
     return dict(kind=kind, model=model, point=point, quantity=key, band_key=QUANTITIES[key].band, published=observed,
-                predicted=None if rel is None else observed*(1 + rel), error=rel, groups=sorted(groups))
+                predicted=None if rel is None else observed*(1 + rel), error=rel, groups=sorted(groups), p95=p95)
+
+def _p95(p, pricing:Pricing, key:str) -> float|None:
+    "The TTFT p95 of fit point `p` priced with `pricing` (None unless `key` is its TTFT p50)."
+    if key != 'time_to_first_token.p50' or p.concurrency is None: return None
+    from workbench.sim.engine import SimSetup
+    return simulate(SimSetup.model_validate(p.setup), p.concurrency, pricing=pricing, telemetry_ms=None).value('time_to_first_token', 'p95')
 
 def _groups_of(model:str, label:str) -> list[str]:
     "The setting groups in which published point `label` differs from the other fitted points of `model`."
@@ -127,14 +134,16 @@ def held_out_rows(full, *, workers:int=1, progress=print) -> tuple[list[dict], d
                 t0 = time.time()
                 cal = calibration(held_out=[f'{m}/{p.label}' if only else f'{m}/{p.label}/{o.key}'], start=full, workers=workers, **REFIT)
                 rel = cal.residuals[m][p.label].get(o.key)
-                rows.append(_row('variant' if only else 'fitted', m, p.label, o.key, observed=o.value, rel=rel, groups=_groups_of(m, p.label) if only else ()))
+                rows.append(_row('variant' if only else 'fitted', m, p.label, o.key, observed=o.value, rel=rel, groups=_groups_of(m, p.label) if only else (),
+                                 p95=_p95(p, cal.pricing(m), o.key)))
                 if only: loo[(m, p.label)] = cal.pricing(m).model_dump()
                 progress(f'held out {m} {p.label} {o.key}: ' + (f'{rel:+.1%}' if rel is not None else 'no value') + f' ({time.time() - t0:.0f} s)')
     for m in full.points:
         t0 = time.time()
         cal = calibration(exclude=[m], start=full, workers=workers, **REFIT)
         for p in full.points[m]:
-            for o in p.observations: rows.append(_row('model', m, p.label, o.key, observed=o.value, rel=cal.residuals[m][p.label].get(o.key)))
+            for o in p.observations: rows.append(_row('model', m, p.label, o.key, observed=o.value, rel=cal.residuals[m][p.label].get(o.key),
+                                                      p95=_p95(p, cal.pricing(m), o.key)))
         progress(f'left {m} out: ' + ', '.join(f"{r['point']} {r['quantity']} {r['error']:+.0%}" for r in rows if r['kind'] == 'model' and r['model'] == m
                                                 and r['error'] is not None) + f' ({time.time() - t0:.0f} s)')
     return rows, loo
@@ -159,17 +168,53 @@ def noise_rows(model:str, pricing:dict) -> list[dict]:
                             prefix_cache_hit_rate=r.prefix_cache_hit_rate))
     return out
 
-def determinism(model:str='motif-3', topology:str='disagg-3p1d', concurrency:int=16, runs:int=6, *, pricing:dict|None=None) -> dict[str, float]:
-    """How far the same point at the same seed moves between runs, per band key (largest relative deviation from the mean): the engine's
-    KV-router tie-breaking (`nbs/10d_sim_engine`), measured where it bites most (KV routing over three prefill workers)."""
+REPEAT_POINTS = {'agg/kv': ('ax-k2', 'agg', 'kv', 16), 'disagg/kv': ('motif-3', 'disagg-3p1d', 'kv', 32),
+                 'agg/round-robin': ('motif-3', 'agg', 'round-robin', 11), 'disagg/round-robin': ('motif-3', 'disagg-3p1d', 'round-robin', 32)}
+
+def _repeat_values(point:tuple, pricing:dict|None) -> dict[str, float]:
+    "One run of repeat point (model, topology, router, concurrency) in whatever process calls it: every band key's value."
     from workbench.variants import recipe_variant
-    rec = load_recipe(model); v = recipe_variant(rec, topology)
-    st, _ = variant_setup(v, requests=rec.benchmarks[topology].request_count, seed=CAL_SEED)
-    rs = [simulate(st, concurrency, pricing=Pricing.model_validate(pricing) if pricing else None, telemetry_ms=None) for _ in range(runs)]
-    vals = {'output_token_throughput': [r.output_tok_s_per_gpu for r in rs], 'time_to_first_token': [r.value('time_to_first_token', 'p50') for r in rs],
-            'output_token_throughput_per_user': [r.value('output_token_throughput_per_user', 'p50') for r in rs],
-            'inter_token_latency': [r.value('inter_token_latency', 'p50') for r in rs]}
-    return {k: round(max(abs(x/np.mean(xs) - 1) for x in xs), 5) for k, xs in vals.items()}
+    model, topology, router, concurrency = point
+    st, _ = variant_setup(recipe_variant(load_recipe(model), topology), requests=REPEAT_REQUESTS, seed=CAL_SEED)
+    r = simulate(st.model_copy(update={'router': router}), concurrency, pricing=Pricing.model_validate(pricing) if pricing else None, telemetry_ms=None)
+    return {'output_token_throughput': r.output_tok_s_per_gpu, 'time_to_first_token': r.value('time_to_first_token', 'p50'),
+            'output_token_throughput_per_user': r.value('output_token_throughput_per_user', 'p50'),
+            'inter_token_latency': r.value('inter_token_latency', 'p50')}
+
+def determinism(runs:int=5, *, pricings:dict|None=None, points:dict|None=None) -> dict[str, dict]:
+    """Per kind of point ('agg/kv', ...): how far the same point at the same seed moves between fresh processes, per band key (the largest
+    difference between two runs over their mean), measured at `REPEAT_REQUESTS`; `pricings`: model -> pricing dict."""
+    import multiprocessing as mp
+    out = {}
+    with ProcessPoolExecutor(2, mp_context=mp.get_context('spawn'), max_tasks_per_child=1) as ex:     # a fresh process per run
+        for kind, (m, t, router, c) in (points or REPEAT_POINTS).items():
+            vals = list(ex.map(_repeat_values, [(m, t, router, c)]*runs, [(pricings or {}).get(m)]*runs))
+            out[kind] = {k: round((max(v[k] for v in vals) - min(v[k] for v in vals))/float(np.mean([v[k] for v in vals])), 5) for k in vals[0]}
+            out[kind].update(model=m, topology=t, concurrency=c, requests=REPEAT_REQUESTS, runs=runs)
+    return out
+
+def sweep_rows(pricing:dict, requests:int=1805) -> list[dict]:
+    "Motif 3's historical round-robin sweep (1P1D and 2P1D, c8/16/32) priced with `pricing`: tok/s/GPU and TTFT p50/p95 per point."
+    from workbench.variants import recipe_variant
+    st, _ = variant_setup(recipe_variant(load_recipe('motif-3'), 'disagg'), requests=requests, seed=CAL_SEED)
+    out = []
+    for p in (1, 2):
+        pre = st.pool('prefill').model_copy(update={'replicas': p})
+        s = st.model_copy(update={'router': 'round-robin', 'workers': (pre, st.pool('decode'))})
+        for c in (8, 16, 32):
+            r = simulate(s, c, pricing=Pricing.model_validate(pricing), telemetry_ms=None)
+            out.append(dict(topology=s.topology, concurrency=c, output_token_throughput=r.output_tok_s_per_gpu,
+                            time_to_first_token=r.value('time_to_first_token', 'p50'), ttft_p95=r.value('time_to_first_token', 'p95'),
+                            output_token_throughput_per_user=r.value('output_token_throughput_per_user', 'p50'), prefix_cache_hit_rate=r.prefix_cache_hit_rate))
+    return out
+
+def sweep_shape(rows:list[dict]) -> dict:
+    "What the measured sweep shows, read off `sweep_rows`: 1P1D TTFT growth c8 -> c32, 1P1D tok/s/GPU growth c16 -> c32, 2P1D over 1P1D at c32."
+    at = {(r['topology'], r['concurrency']): r for r in rows}
+    one, two = 'disagg-1p1d', 'disagg-2p1d'
+    return {'ttft_growth_1p1d_c8_c32': at[one, 32]['time_to_first_token']/at[one, 8]['time_to_first_token'],
+            'tok_s_gpu_growth_1p1d_c16_c32': at[one, 32]['output_token_throughput']/at[one, 16]['output_token_throughput'] - 1,
+            'two_over_one_c32': at[two, 32]['output_token_throughput']/at[one, 32]['output_token_throughput'] - 1}
 
 def noise_cv(rows:list[dict], at:int=1805) -> dict[str, float]:
     "Coefficient of variation across seeds per band key, scaled to `at` requests and averaged over models and request counts."
@@ -184,14 +229,18 @@ def _scale(errs:list[float]) -> float|None:
     "RMS of log errors (None when empty)."
     return math.sqrt(sum(e*e for e in errs)/len(errs)) if errs else None
 
+FAMILY = {'output_token_throughput': 'throughput', 'time_to_first_token': 'prefill', 'output_token_throughput_per_user': 'decode',
+          'inter_token_latency': 'decode'}     # what a band key measures: a metric's prior scale pools its own family, never TTFT's errors into ITL's
+
 def bands(rows:list[dict], effects:list[dict]) -> dict:
     "Fitted, model and per-group effect bands (relative half-widths of 80% intervals) per band key."
     logs = lambda kind, key=None: [math.log1p(r['error']) for r in rows if r['kind'] == kind and r['error'] is not None
                                    and (key is None or r['band_key'] == key)]
     out = {'fitted': {}, 'model': {}, 'effects': {}}
     for kind in ('fitted', 'model'):
-        pool = _scale(logs(kind))
         for key in BAND_KEYS:
+            fam = [k for k in BAND_KEYS if FAMILY[k] == FAMILY[key]]
+            pool = _scale([x for k in fam for x in logs(kind, k)])     # the metric's own family of this kind
             b = interval(logs(kind, key), prior_scale=pool)
             if b is not None: out[kind][key] = round(b, 4)
     eff = [(e['groups'], math.log1p(e['error'])) for e in effects if e.get('error') is not None]
@@ -232,13 +281,15 @@ def coverage_rows(rows:list[dict], effects:list[dict], noise:dict|None=None) -> 
     return out
 
 def judge(cov:list[dict]) -> dict:
-    "Coverage and sharpness per (kind, band key) and overall."
+    "Coverage, sharpness and bias (the median signed log error) per (kind, band key), per band key over every kind, and overall."
     df, out = pd.DataFrame(cov), {}
     if not len(df): return out
-    for (kind, key), g in list(df.groupby(['kind', 'band_key'])) + [(('all', 'all'), df)]:
+    groups = list(df.groupby(['kind', 'band_key'])) + [(('any', k), g) for k, g in df.groupby('band_key')] + [(('all', 'all'), df)]
+    for (kind, key), g in groups:
         items = list(zip(g.error, g.band))
         out[f'{kind} / {key}'] = dict(n=len(items), coverage=coverage(items), sharpness=sharpness(items),
                                      median_error=float(np.median([abs(math.log1p(e)) for e, _ in items])),
+                                     bias=float(np.median([math.log1p(e) for e, _ in items])),
                                      median_band=float(np.median([math.log1p(b) for _, b in items if b is not None] or [math.nan])))
     return out
 
@@ -259,7 +310,8 @@ def validate(models=None, *, write:bool=False, noise:bool=True, workers:int=2, p
     reuse = [r for rs in _map(reuse_rows, [(m, pr[m]) for m in models], workers) for r in rs]
     nrows = [r for rs in _map(noise_rows, [(m, pr[m]) for m in models], workers) for r in rs] if noise else []
     nz = noise_cv(nrows) if nrows else {}
-    det = determinism(pricing=pr.get('motif-3')) if 'motif-3' in models else {}
+    det = determinism(pricings=pr) if set(models) >= {m for m, *_ in REPEAT_POINTS.values()} else {}
+    sweep = sweep_rows(pr['motif-3']) if 'motif-3' in models else []
     cov = coverage_rows(rows, effects, nz)
     doc = {'created': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), 'sim_version': SIM_VERSION, 'versions': sim_versions(),
            'seconds': round(time.time() - t0), 'interval': INTERVAL, 'physics': full.physics.model_dump(), 'shared': full.shared.model_dump(),
@@ -267,7 +319,8 @@ def validate(models=None, *, write:bool=False, noise:bool=True, workers:int=2, p
            'models': {m: {'inputs_hash': inputs_hash(load_recipe(m)), 'factors': full.factors[m].model_dump(), 'residuals': full.residuals[m]}
                       for m in models},
            'held_out': rows, 'effects': effects, 'reuse': reuse, 'stability': nrows, 'noise': nz, 'noise_requests': 1805, 'determinism': det,
-           'bands': bands(rows, effects), 'coverage_items': cov, 'coverage': judge(cov)}
+           'bands': bands(rows, effects), 'coverage_items': cov, 'coverage': judge(cov), 'sweep': sweep,
+           'sweep_shape': sweep_shape(sweep) if sweep else {}}
     if write:
         p = validation_path(); tmp = unique_tmp(p); tmp.write_text(json.dumps(doc, indent=1, default=float)); tmp.replace(p)
     return doc
@@ -293,8 +346,10 @@ def held_out_table(doc:dict, kind:str='fitted') -> pd.DataFrame:
     "The held-out predictions of one kind: 'fitted' (leave one observation out), 'model' (leave one model out), 'variant' (a whole point)."
     df = pd.DataFrame([r for r in doc.get('held_out', []) if r['kind'] == kind])
     if not len(df): return df
+    p95 = df['p95'] if 'p95' in df else pd.Series([None]*len(df))
     return df.assign(label=df.quantity.map(lambda k: QUANTITIES[k].label), published=df.published.round(2), predicted=df.predicted.astype(float).round(2),
-                     error=df.error.map(_pct))[['model', 'point', 'label', 'published', 'predicted', 'error']]
+                     error=df.error.map(_pct), ttft_p95=[f'{x:.0f}' if x == x and x is not None else '' for x in p95.astype(float)]
+                     )[['model', 'point', 'label', 'published', 'predicted', 'error', 'ttft_p95']]
 
 def effects_table(doc:dict) -> pd.DataFrame:
     "Published vs simulated effects, under each benchmark's protocol."
@@ -319,6 +374,7 @@ def coverage_table(doc:dict) -> pd.DataFrame:
     "Coverage (share of held-out errors inside their band; aim 80%) and sharpness (median band over median error; aim <= 2)."
     rows = [dict(prediction=k.split(' / ')[0], metric=BAND_KEYS.get(k.split(' / ')[1], k.split(' / ')[1]), n=v['n'],
                  coverage=f"{v['coverage']:.0%}" if v['coverage'] is not None else '', sharpness=f"{v['sharpness']:.1f}" if v['sharpness'] else '',
+                 bias=_pct(math.expm1(v['bias'])) if v.get('bias') is not None else '',
                  median_error=_pct(math.expm1(v['median_error'])).lstrip('+'), median_band=_pct(math.expm1(v['median_band'])).lstrip('+'))
             for k, v in doc.get('coverage', {}).items()]
     return pd.DataFrame(rows)
@@ -335,6 +391,38 @@ def trust_table(doc:dict) -> pd.DataFrame:
                          not_modelled=', '.join(s for s, v in by.items() if v == 'no') or '-',
                          change_band=_pct(eff).lstrip('+') if eff else (f'unvalidated ({_pct(widest).lstrip("+")})' if any(v != 'no' for v in by.values()) else 'no number')))
     return pd.DataFrame(rows)
+
+def repeat_table(doc:dict) -> pd.DataFrame:
+    "The spread of the same point, same seed, over fresh processes, per kind of point (the band of a repeat at its request count)."
+    det = doc.get('determinism') or {}
+    if not det or not isinstance(next(iter(det.values())), dict): return pd.DataFrame()
+    return pd.DataFrame([dict(kind=k, point=f"{d['model']} {d['topology']} c{d['concurrency']}", requests=d['requests'], runs=d['runs'],
+                              **{BAND_KEYS[b]: f'{100*d[b]:.2f}%' for b in BAND_KEYS if b in d}) for k, d in det.items()])
+
+def sweep_table(doc:dict) -> pd.DataFrame:
+    "Motif 3's historical round-robin 1P1D/2P1D sweep as the simulator reads it (the shape the measurement shows: see the notes)."
+    df = pd.DataFrame(doc.get('sweep', []))
+    if not len(df): return df
+    return df.assign(output_token_throughput=df.output_token_throughput.round(1), time_to_first_token=df.time_to_first_token.round(0),
+                     ttft_p95=df.ttft_p95.round(0), output_token_throughput_per_user=df.output_token_throughput_per_user.round(1),
+                     prefix_cache_hit_rate=df.prefix_cache_hit_rate.map(lambda x: f'{x:.1%}')).rename(columns={
+                     'output_token_throughput': 'tok/s/GPU', 'time_to_first_token': 'TTFT p50 ms', 'ttft_p95': 'TTFT p95 ms',
+                     'output_token_throughput_per_user': 'tok/s/user', 'prefix_cache_hit_rate': 'prefix reuse'})
+
+def report_tables(doc:dict) -> list[tuple[str, pd.DataFrame]]:
+    "Every table `workbench validate --show` prints, with its title, in order."
+    s = doc.get('sweep_shape') or {}
+    shape = (f" (1P1D TTFT x{s['ttft_growth_1p1d_c8_c32']:.1f} from c8 to c32; 1P1D tok/s/GPU {s['tok_s_gpu_growth_1p1d_c16_c32']:+.0%} from c16 to "
+             f"c32; 2P1D {s['two_over_one_c32']:+.0%} against 1P1D at c32)") if s else ''
+    return [('Step physics (shared by every model) and per-model factors', physics_table(doc)),
+            ('Held-out observations (each predicted by a joint fit without it; TTFT p95 predicted beside p50, none is published)', held_out_table(doc, 'fitted')),
+            ('Held-out models (each predicted by a fit on the other three, with the shared factors)', held_out_table(doc, 'model')),
+            ('Effects (published vs simulated under the benchmark protocol; every one a prediction)', effects_table(doc)),
+            ('Bands (80% prediction intervals, in log terms: +100% means from half to twice the number)', bands_table(doc)),
+            ('Coverage, sharpness and bias (each held-out error, in log terms, against the band the others give)', coverage_table(doc)),
+            ('The same point twice: spread over fresh processes (the band of a repeat)', repeat_table(doc)),
+            ("Motif 3's prefill-bound round-robin sweep" + shape, sweep_table(doc)),
+            ('What the simulator models', trust_table(doc))]
 
 def stability_table(doc:dict) -> pd.DataFrame:
     "The recipe point of each model across seeds and request counts, with the spread."
