@@ -44,15 +44,15 @@ def _setup(model, requests, i):
     return v, tgt.setup(v)[0], tgt.pricing(v)[0]
 
 def prepare(args):
-    "Build the timing profiles of variant i, then its pilot replay (the prefill surcharge), in a worker process: (profile cpu, pilot cpu)."
+    "Build the timing profiles of variant i, then its pilot replay (the prefill prices), in a worker process: (profile cpu, pilot cpu)."
     model, requests, i = args
-    from workbench.sim.engine import engine_args, prefill_surcharge
+    from workbench.sim.engine import engine_args, prefill_prices
     c = time.process_time()
     if (s := _setup(model, requests, i)) is None: return 0.0, 0.0
     v, st, p = s
     for w in st.workers: engine_args(st, w, p)
     c1 = time.process_time()
-    prefill_surcharge(st)
+    prefill_prices(st)
     return c1 - c, time.process_time() - c1
 
 def replay(args):
