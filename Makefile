@@ -57,8 +57,9 @@ test-fast: venv  ## the quick subset: notebook cells without flags
 
 LAB_PORT ?= 8888
 LAB_ARGS ?=
-lab: venv  ## JupyterLab on 127.0.0.1:$(LAB_PORT) over nbs/, opening the Motif 3 study notebook (as any user: --allow-root when root)
-	cd nbs && ../$(VENV)/bin/jupyter lab --ip 127.0.0.1 --port $(LAB_PORT) --no-browser $$([ "$$(id -u)" = 0 ] && echo --allow-root) --ServerApp.default_url=/lab/tree/studies/motif_3.ipynb $(LAB_ARGS)
+# JupyterLab's own default_url (LabApp's, '/lab') wins over ServerApp.default_url: the URL it prints, and where / redirects, is LabApp's.
+lab: venv  ## JupyterLab on 127.0.0.1:$(LAB_PORT) over nbs/; the URL it prints opens the Motif 3 study notebook (as any user: --allow-root when root)
+	cd nbs && ../$(VENV)/bin/jupyter lab --ip 127.0.0.1 --port $(LAB_PORT) --no-browser $$([ "$$(id -u)" = 0 ] && echo --allow-root) --LabApp.default_url=/lab/tree/studies/motif_3.ipynb $(LAB_ARGS)
 
 server: venv  ## start the team's MLflow tracking server (PostgreSQL, served artifacts, basic auth) over runs/server
 	tools/install_postgresql.sh >/dev/null

@@ -4,7 +4,7 @@ AIPerf); the study notebook's search section runs when its one parameter turns i
 
 Small budgets (20 s of search, 60 requests per point) keep each search to about a minute on 2 cores. Searches write to
 runs/<search id>/ (the calibration cache there is shared, as a user's is); each test has its own MLflow store."""
-import os, subprocess, sys
+import os, re, subprocess, sys
 from pathlib import Path
 import pandas as pd
 import pytest
@@ -116,3 +116,28 @@ def test_two_searches_share_one_study_on_postgresql():
         if old is None: os.environ.pop('WORKBENCH_RUNS', None)
         else: os.environ['WORKBENCH_RUNS'] = old
         shutil.rmtree(tmp_path, ignore_errors=True)
+
+def test_search_terminal_says_what_is_true(tmp_path):
+    """What `workbench search` prints (without -q) holds: the point count is an estimate (`~N`) that each point stays below,
+    the ETA never sits at 0:00 (it is the budget left, unknown past it), the file named for the refused configurations exists,
+    the recommendation and the file line agree, and every table and sentence of the summary fits 120 columns."""
+    uri = f"sqlite:///{tmp_path/'mlflow.db'}"
+    p = subprocess.run([str(WORKBENCH), 'search', 'motif-3', '--budget-s', '20', '--requests', '60', '--tracking-uri', uri],
+                       capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    lines = p.stdout.splitlines()
+    pts = [re.match(r'\[\s*(\d+)/(~\d+|\?)\] .* ETA (\S+)$', l) for l in lines if l.startswith('[')]
+    assert pts and all(pts), [l for l in lines if l.startswith('[')][:5]
+    assert re.search(r': ~\d+ point\(s\) to go$', lines[0]), lines[0]
+    assert all(m.group(2) == '?' or int(m.group(1)) < int(m.group(2)[1:]) for m in pts), [m.group(0)[:12] for m in pts if m.group(2) != '?']
+    assert not [m.group(0) for m in pts if m.group(3) in ('0:00', '~0:00')], 'an ETA of 0:00 while points still came'
+    summary = p.stdout[p.stdout.index('Deployment search:'):]
+    flat = ' '.join(summary.split())
+    refused = re.search(r'configurations refused \(their reasons: (\S+)\)', flat)
+    n_refused = int(re.search(r'(\d+) configurations refused', flat).group(1))
+    assert (refused is not None and Path(refused.group(1)).is_file()) if n_refused else refused is None, flat[:600]   # a file that is there
+    kept = 'Recommendation: KEPT:' in flat
+    assert kept or 'Recommendation: NOT KEPT: no configuration is recommended' in flat, flat
+    assert ('search best (recommended): ' if kept else 'search best (not recommended): ') in summary and '\nwinner:' not in summary, summary[-800:]
+    wide = [l for l in summary.splitlines() if len(l) > 120 and not re.match(r'^(chart|search best \(.*\)|summary|MLflow): ', l)]
+    assert not wide, wide

@@ -50,8 +50,22 @@ def render(model:str):
 def _cells(nb) -> list[tuple]:
     return [(c.cell_type, c.source.strip(), tuple(c.metadata.get('tags') or ())) for c in nb.cells]
 
+def papermill_unparsed(nb) -> list[str]:
+    """Parameters of `nb`'s parameters cell that papermill's own inference misses (it logs "Unable to parse line ..." and skips a line
+    with a second `=`, e.g. in its comment): each would print that warning on every run and be missing from `papermill --help-notebook`."""
+    import ast, logging
+    from papermill.translators import PythonTranslator
+    cell = next(c for c in nb.cells if 'parameters' in (c.metadata.get('tags') or []))
+    declared = [n.target.id for n in ast.parse(cell.source).body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
+    warned, log = [], logging.getLogger('papermill.translators')
+    h = logging.Handler(); h.emit = lambda r: warned.append(r.getMessage()); log.addHandler(h)
+    try: seen = [p.name for p in PythonTranslator.inspect(cell)]
+    finally: log.removeHandler(h)
+    missing = [k for k in declared if k not in seen]
+    return [f'{k}: papermill cannot parse its line (a second `=` in its comment?)' for k in missing] + ([] if missing else warned)
+
 def out_of_sync() -> list[str]:
-    "Study notebooks missing, extra, or differing from the template (cell types, sources and tags)."
+    "Study notebooks missing, extra, or differing from the template (cell types, sources and tags), and parameters papermill cannot read."
     from workbench.recipes import list_recipes
     models = list_recipes()
     bad = [f'{p.name}: no recipe for it' for p in sorted(STUDIES.glob('*.ipynb')) if p not in {path_of(m) for m in models}]
@@ -59,13 +73,14 @@ def out_of_sync() -> list[str]:
         p = path_of(m)
         if not p.exists(): bad.append(f'{p.name}: missing')
         elif _cells(nbformat.read(p, as_version=4)) != _cells(render(m)): bad.append(f'{p.name}: differs from {TEMPLATE.name}')
+        bad += [f'{p.name}: parameter {x}; edit {TEMPLATE.name}' for x in papermill_unparsed(render(m))]
     return bad
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if '--check' in argv:
         bad = out_of_sync()
-        for b in bad: print(f'study notebook {b}: run tools/study_notebooks.py')
+        for b in bad: print(f'study notebook {b}' + ('' if TEMPLATE.name in b else ': run tools/study_notebooks.py'))
         if not bad: print('study notebooks in sync with nbs/studies/study_template.py')
         return 1 if bad else 0
     from workbench.recipes import list_recipes

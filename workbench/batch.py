@@ -76,21 +76,27 @@ def load_batch(path) -> BatchSpec:
     if bad := [k for k in spec.defaults if k in RESERVED]: raise WorkbenchError(f'{path}: defaults set {bad}', op, 'the batch sets these itself: remove them')
     return spec.model_copy(update={'folder': path.resolve().parent})
 
-# %% ../nbs/36_batch.ipynb #7a3547d4
-def _fake_point(label:str, c:int, tok:float, *, ttft:float=300.0, user:float=70.0, band:float|None=0.2, hash_:str='h1') -> BenchResult:
-    "A simulated point for examples: total throughput `tok` on 8 GPUs."
+# %% ../nbs/36_batch.ipynb #711f029c
+def _fake_point(label:str, c:int, tok:float, *, ttft:float=300.0, user:float=70.0, band:float|None=0.2, repeat:float|None=0.0,
+                hash_:str='h1') -> BenchResult:
+    "A simulated point for examples: total throughput `tok` on 8 GPUs, its error band `band` and repeat band `repeat` (0: bit-identical)."
     return BenchResult(model='motif-3', variant=label, variant_hash=hash_, topology='agg', target='sim', engine='replay', concurrency=c, total_gpus=8,
                        metrics={'output_token_throughput': Metric(avg=8*tok), 'time_to_first_token': Metric(avg=ttft, p50=ttft),
                                 'output_token_throughput_per_user': Metric(avg=user, p50=user)},
                        error_band={} if band is None else {k: band for k in ('output_token_throughput', 'time_to_first_token', 'output_token_throughput_per_user')},
-                       band_basis='example' if band is not None else 'no validation for the current simulator inputs')
+                       band_basis='example' if band is not None else 'no validation for the current simulator inputs',
+                       extra={} if repeat is None else {'repeat_band': {k: repeat for k in ('output_token_throughput', 'time_to_first_token',
+                                                                                              'output_token_throughput_per_user')}})
 
-def fake_study(model:str, study:str, *, tracking_uri:str|None=None, scale:float=1.0, band:float|None=0.2, check:str='not_applicable'):
+def fake_study(model:str, study:str, *, tracking_uri:str|None=None, scale:float=1.0, band:float|None=0.2, repeat:float|None=0.0,
+               check:str='not_applicable'):
     "Log a tiny study (recipe at c8 and c16 plus its SLA max) as `run_study` would, its throughput times `scale`: for examples and tests of the batch."
     with tracking.study_run(model, study, params={'fake': True}, tracking_uri=tracking_uri, tags={'workbench.target': 'sim'}) as s:
         for c, tok in ((8, 220.0), (16, 300.0)):
-            tracking.log_point(s, _fake_point('recipe', c, scale*tok, ttft=300/scale, band=band), SLA(), settings={}, group='recipe', label='recipe', check=check)
-        best = {'output_tok_s_per_gpu': 250.0*scale, 'concurrency': 13, 'limited_by': 'per-user speed', 'band': band, 'delta_band': None}
+            tracking.log_point(s, _fake_point('recipe', c, scale*tok, ttft=300/scale, band=band, repeat=repeat), SLA(), settings={}, group='recipe',
+                               label='recipe', check=check)
+        best = {'output_tok_s_per_gpu': 250.0*scale, 'concurrency': 13, 'limited_by': 'per-user speed', 'band': band, 'delta_band': None,
+                'repeat_band': repeat}
         tracking.log_batch(s.client, s.run_id, tags={'workbench.sla_max.h1': json.dumps(best)})
     return s
 
@@ -127,44 +133,45 @@ def _outcome_of(model:str, study:str, *, tracking_uri:str|None=None) -> StudyOut
     out.verdicts = _verdicts(done) if len(done) else []
     out.failed = [(row['variant'], row['concurrency'], row.get('tags.workbench.failure') or 'failed')
                   for _, row in runs[runs.status == 'FAILED'].iterrows()] if len(runs) else []
-    out.sla_best = {k.removeprefix('workbench.sla_max.'): json.loads(v) for k, v in parent.data.tags.items() if k.startswith('workbench.sla_max.')}
+    out.sla_best = tracking.sla_maxima(c, parent)          # the parent's sla_max.json (tags, for runs logged before it)
     return out
 
-# %% ../nbs/36_batch.ipynb #64486b72
+# %% ../nbs/36_batch.ipynb #4e971271
 def _nan_none(x): return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
-def _repeat_points(entry:str, out:StudyOutcome) -> list[gt.BatchPoint]:
-    """The gate's points of one study run: per variant its SLA max, per point run its TTFT p50 and per-user speed; each with the band of
-    the same configuration run twice (`repeat_band`: the simulator's own error cancels between batches), else the point's error band."""
+def _repeat_points(entry:str, out:StudyOutcome, seed:int|None=None) -> list[gt.BatchPoint]:
+    """The gate's points of one study run at `seed`: per variant its SLA max, per point run its TTFT p50 and per-user speed; each with the
+    band of the same configuration run twice at the same seed (`repeat_band`), never the point's error band (the simulator's error is the
+    same in both batches and cancels); without one, `basis` says why."""
     checks = {v.variant_hash: v.status for v in out.verdicts}
     failed = {v.variant_hash: [c.name for c in v.checks if c.status == 'failed'] for v in out.verdicts}
+    basis = {r.variant_hash: r.band_basis or ('measured points carry none' if r.provenance == 'measured' else '') for r in out.results}
+    common = lambda h: dict(entry=entry, label=out.meta[h]['label'], seeds=[] if seed is None else [seed], basis=basis.get(h, ''),
+                            check=checks.get(h, 'not run'), failed_checks=failed.get(h, []))
     pts = []
     for row in sla_best_table(out).itertuples():
-        lab = out.meta[row.variant_hash]['label']
-        band = _nan_none(getattr(row, 'repeat_band', None)) if _nan_none(getattr(row, 'repeat_band', None)) is not None else _nan_none(row.band)
-        basis = next((r.band_basis for r in out.results if r.variant_hash == row.variant_hash), '')
-        pts.append(gt.BatchPoint(entry=entry, label=lab, values={'sla_tok_s_gpu': [_nan_none(row.output_tok_s_per_gpu)]}, modelled=bool(row.modelled),
-                                 band={} if band is None else {'sla_tok_s_gpu': float(band)}, basis=basis, provenance=row.provenance,
-                                 check=checks.get(row.variant_hash, 'not run'), failed_checks=failed.get(row.variant_hash, [])))
+        band = _nan_none(getattr(row, 'repeat_band', None))
+        pts.append(gt.BatchPoint(**common(row.variant_hash), values={'sla_tok_s_gpu': [_nan_none(row.output_tok_s_per_gpu)]},
+                                 modelled=bool(row.modelled), provenance=row.provenance,
+                                 repeat_band={} if band is None else {'sla_tok_s_gpu': float(band)}))
     for r in out.results:
         if r.extra.get('sla_max_point'): continue
-        own = r.extra.get('repeat_band') or r.error_band
-        bands = {m: own[k] for m, (_, _, k) in gt.METRICS.items() if m != 'sla_tok_s_gpu' and k in own}
-        pts.append(gt.BatchPoint(entry=entry, label=out.meta[r.variant_hash]['label'], concurrency=r.concurrency, modelled=r.modelled,
+        own = r.extra.get('repeat_band') or {}
+        pts.append(gt.BatchPoint(**common(r.variant_hash), concurrency=r.concurrency, modelled=r.modelled, provenance=r.provenance,
                                  values={'ttft_p50_ms': [r.value('time_to_first_token', 'p50')], 'user_tok_s': [sla_verdict(r, out.sla).user_tok_s]},
-                                 band=bands, basis=r.band_basis, provenance=r.provenance, check=checks.get(r.variant_hash, 'not run'),
-                                 failed_checks=failed.get(r.variant_hash, [])))
+                                 repeat_band={m: own[k] for m, (_, _, k) in gt.METRICS.items() if m != 'sla_tok_s_gpu' and k in own}))
     return pts
 
-def study_points(entry:str, outcomes:list[StudyOutcome]) -> list[dict]:
-    "The gate's points of a study entry over its repeats (values in repeat order, the widest band, any failed check)."
+def study_points(entry:str, outcomes:list[StudyOutcome], seeds:list[int]|None=None) -> list[dict]:
+    "The gate's points of a study entry over its repeats run at `seeds` (values in repeat order, the seed of each, the widest repeat band, checks)."
     merged = {}
-    for out in outcomes:
-        for p in _repeat_points(entry, out):
+    for out, seed in zip(outcomes, seeds or [None]*len(outcomes)):
+        for p in _repeat_points(entry, out, seed):
             m = merged.get(p.key)
             if m is None: merged[p.key] = p; continue
             for k, v in p.values.items(): m.values.setdefault(k, []).extend(v)
-            m.band = {k: max(m.band.get(k, 0), p.band.get(k, 0)) for k in {*m.band, *p.band}}
+            m.seeds += p.seeds
+            m.repeat_band = {k: max(m.repeat_band.get(k, 0), p.repeat_band.get(k, 0)) for k in {*m.repeat_band, *p.repeat_band}}
             m.check = 'failed' if 'failed' in (m.check, p.check) else m.check
             m.failed_checks = sorted({*m.failed_checks, *p.failed_checks})
             m.modelled = m.modelled and p.modelled
@@ -223,16 +230,16 @@ def _links(uri:str, outcomes:dict[str, list[StudyOutcome]], batch_run:tuple[str,
     out.update({f'{e} {o.study}': layout.view_url(base, o.experiment_id, o.study) for e, os_ in outcomes.items() for o in os_})
     return out
 
-# %% ../nbs/36_batch.ipynb #cd368a53
+# %% ../nbs/36_batch.ipynb #9b2f41eb
 def _published(out:StudyOutcome) -> list[dict]:
     "Published vs reproduced rows of one study outcome, JSON-ready."
     t = published_vs_reproduced(out)
     cols = [c for c in ('label', 'topology', 'concurrency', 'metric', 'published', 'reproduced', 'ratio', 'provenance', 'band') if c in t.columns]
     return [{k: _nan_none(v) for k, v in r.items()} for r in t[cols].to_dict('records')] if len(t) else []
 
-def _run_entry(spec:BatchSpec, s:StudyEntry, ids:list[str], *, run:Callable, tag:dict, overrides:dict|None, progress:bool) -> tuple[list, list]:
-    "Run one entry's repeats: their outcomes, and the errors (a study that could not run, points that failed)."
-    outs, errors = [], []
+def _run_entry(spec:BatchSpec, s:StudyEntry, ids:list[str], *, run:Callable, tag:dict, overrides:dict|None, progress:bool) -> tuple[list, list, list]:
+    "Run one entry's repeats: their outcomes, the seed of each, and the errors (a study that could not run, points that failed)."
+    outs, seeds, errors = [], [], []
     for k, sid in enumerate(ids):
         params = study_params(spec, s, k, study=sid, overrides=overrides)
         if progress: print(f'== batch: {s.entry} repeat {k+1}/{len(ids)} (study {sid}, seed {params["seed"]})', flush=True)
@@ -243,25 +250,25 @@ def _run_entry(spec:BatchSpec, s:StudyEntry, ids:list[str], *, run:Callable, tag
         run_ = tracking.find_study(s.model, sid, tracking_uri=uri)
         if run_ is not None: tracking.log_batch(tracking.client(uri), run_.info.run_id, tags=tag)
         out = outcome_of(s.model, sid, tracking_uri=uri)
-        outs.append(out)
+        outs.append(out); seeds.append(int(params['seed']))
         errors += [{'entry': s.entry, 'case': f'{v} @c{c} run', 'why': f'point failed in study {sid}: {why}'[:500], 'fatal': False} for v, c, why in out.failed]
-    return outs, errors
+    return outs, seeds, errors
 
 def run_batch(spec:BatchSpec, *, run:Callable, batch:str|None=None, overrides:dict|None=None, progress:bool=True) -> dict:
     "Run every study entry `repeats` times under one batch run; return (and write to `runs/<batch>/points.json`) the batch document."
     batch = batch or batch_id(spec)
     uri = tracking.client(spec.tracking_uri or None).tracking_uri
     rid = open_batch_run(spec, batch, uri)
-    c, ids, outcomes, errors = tracking.client(uri), study_ids(spec, batch), {}, []
+    c, ids, outcomes, seeds, errors = tracking.client(uri), study_ids(spec, batch), {}, {}, []
     try:
         for s in spec.studies:
-            outcomes[s.entry], errs = _run_entry(spec, s, ids[s.entry], run=run, tag={'workbench.batch': batch, 'workbench.batch_run': rid},
-                                                 overrides=overrides, progress=progress)
+            outcomes[s.entry], seeds[s.entry], errs = _run_entry(spec, s, ids[s.entry], run=run, overrides=overrides, progress=progress,
+                                                                 tag={'workbench.batch': batch, 'workbench.batch_run': rid})
             errors += errs
         doc = {'format': 'workbench-batch/1', 'batch': batch, 'name': spec.name, 'created': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
                'git_commit': tracking.git_sha(), 'repeats': spec.repeats, 'noise_k': spec.noise_k, 'band': spec.band,
                'entries': {s.entry: {'model': s.model, 'target': s.target, 'params': s.params(spec.defaults, overrides), 'studies': ids[s.entry]} for s in spec.studies},
-               'points': [p for s in spec.studies for p in study_points(s.entry, outcomes[s.entry])], 'errors': errors,
+               'points': [p for s in spec.studies for p in study_points(s.entry, outcomes[s.entry], seeds[s.entry])], 'errors': errors,
                'published': {e: _published(os_[0]) for e, os_ in outcomes.items() if os_},
                'links': _links(uri, outcomes, (batches_experiment(uri), rid)), 'mlflow': {'tracking_uri': uri, 'run_id': rid}}
     except BaseException as e:
@@ -327,7 +334,7 @@ def accept(doc:dict, spec:BatchSpec, *, why:str, by:str|None=None, reference:str
         p.write_text(yaml.safe_dump(out, sort_keys=False) if p.suffix in ('.yaml', '.yml') else json.dumps(out, indent=1, default=str) + '\n')
     return out
 
-# %% ../nbs/36_batch.ipynb #52998594
+# %% ../nbs/36_batch.ipynb #796f4f6d
 def _copy_studies(doc:dict, folder:Path) -> dict[str, str]:
     "Copy each study's report, summary and charts under `folder/studies/<study>/`; the reports' relative links."
     links = {}
@@ -354,7 +361,8 @@ def write_outputs(doc:dict, findings:list[gt.Finding], reference:dict|None=None,
         with open(os.environ['GITHUB_STEP_SUMMARY'], 'a') as f: f.write(md + '\n')
     chart = None
     if any(f.change is not None and f.tolerance is not None for f in findings):
-        chart, paths['chart_svg'] = report.save_chart(gt.gate_chart(findings, title=f"Batch {doc['batch']} against {(reference or {}).get('batch', 'no reference')}"), folder/'gate')
+        title = f"Batch {doc['batch']} against {(reference or {}).get('batch', 'no reference')}"
+        chart, paths['chart_svg'] = gt.save_gate_chart(findings, folder/'gate', title=title)
         paths['chart'] = chart
     paths['report'].write_text(gt.html_page(doc, findings, reference, chart=chart, reports=_copy_studies(doc, folder), accepting=accepting))
     _finish_run(doc, findings, [p for k, p in paths.items()])
@@ -373,7 +381,7 @@ def _finish_run(doc:dict, findings:list[gt.Finding], files:list[Path]):
                              'mlflow.note.content': '\n'.join([f'Batch {doc["batch"]}: {gt.VERDICTS[code]} (exit {code}).', *[f.line for f in findings if f.status in (*gt.FAILING, 'could_not_run')]])[:8000]})
     tracking._retry(c.set_terminated, rid, status='FINISHED')
 
-# %% ../nbs/36_batch.ipynb #c3016818
+# %% ../nbs/36_batch.ipynb #8847fadd
 def _earlier(spec:BatchSpec, batch:str) -> dict:
     "The document of an earlier batch: its points.json, else its MLflow run's."
     p = runs_dir()/batch/'points.json'
@@ -400,8 +408,9 @@ def ci(path, *, run:Callable, preflight:Callable|None=None, reference:str|None=N
     doc = run_batch(spec, run=run, overrides=overrides, progress=progress)
     findings = gt.gate(doc, ref)
     paths, code = write_outputs(doc, findings, ref, accepting=bool(accept_batch)), gt.exit_code(findings)
-    for f in findings:
-        if f.status in (*gt.FAILING, 'could_not_run', 'improved') or f.line.startswith('NOT JUDGED'): print(f.line, flush=True)
+    for f in findings:                          # every judged metric with its limits and why (-q: only what failed, improved or was not judged)
+        if f.status in (*gt.FAILING, 'could_not_run', 'improved') or f.line.startswith('NOT JUDGED') or (progress and f.tolerance is not None):
+            print(f.line, flush=True)
     print(f"batch {doc['batch']}: {gt.VERDICTS[code]} (exit {code}) against {(ref or {}).get('batch', 'no reference')}; "
           f"summary {paths['summary']}, JUnit {paths['junit']}, report {paths['report']}", flush=True)
     if accept_batch:

@@ -4,208 +4,22 @@
 
 # %% ../nbs/40_cli.ipynb #c92b0445
 from __future__ import annotations
-import argparse, ast, json, os, sys, textwrap, threading, time
-from dataclasses import dataclass
+import argparse, shlex, sys, textwrap
 from pathlib import Path
-from .core import WorkbenchError, DiskFull, repo_root, runs_dir, runs_root, fs_error, is_disk_full, ipc_kernel_manager, KERNEL_START_S, import_soon, lean_jsonschema
-from .validate import short, finite_positive, check_slug, check_writable_dir, EXIT_BAD_INPUT, EXIT_POINTS_FAILED, EXIT_INTERRUPTED
+from .core import WorkbenchError, DiskFull, repo_root, runs_root, fs_error, ipc_kernel_manager   # ipc_kernel_manager: as tests start kernels
+from .validate import short, check_slug, check_writable_dir, EXIT_BAD_INPUT, EXIT_POINTS_FAILED, EXIT_INTERRUPTED
 from .recipes import list_recipes, load_recipe
-from .results import MIN_STABLE_REQUESTS, too_few_requests
+from .runner import (study_notebook, parse_params, notebook_parameters, parameters_help, check_params, PlannedRun, preflight,
+                              StudyStopped, show_event, execute, run_notebook)   # a study notebook run
 from .variants import GROUPS, recipe_variant, group_settings
-from .manifests import render_all, to_yaml, write_manifests
+from .manifests import render_all, write_manifests
 from .targets.registry import TARGETS
 
 # %% auto #0
-__all__ = ['URI_HELP', 'study_notebook', 'parse_params', 'notebook_parameters', 'parameters_help', 'check_params', 'PlannedRun',
-           'preflight', 'StudyStopped', 'show_event', 'execute', 'run_notebook', 'cmd_list', 'cmd_render',
-           'failed_points', 'report_failures', 'print_summary', 'cmd_run', 'cmd_sweep', 'compare_table', 'cmd_compare',
-           'study_links', 'cmd_ui', 'cmd_validate', 'cmd_server', 'cmd_search', 'import_spec', 'cmd_import',
-           'cmd_ledger', 'cmd_calibrate', 'cmd_reproduce', 'measured_commands', 'cmd_demo', 'parser', 'one_line',
-           'main']
-
-# %% ../nbs/40_cli.ipynb #a9a91f0d
-def study_notebook(model:str) -> Path:
-    "The study notebook of `model` (a recipe id): `nbs/studies/<id with _ for ->.ipynb`."
-    models = list_recipes()
-    if model not in models: raise WorkbenchError(f'unknown model {short(model, 60)}', 'find study notebook', f'use one of {sorted(models)}')
-    return repo_root()/'nbs'/'studies'/f"{model.replace('-', '_')}.ipynb"
-
-def parse_params(pairs:list[str]) -> dict:
-    "name=value pairs as a dict (values parsed as Python literals when possible)."
-    out = {}
-    for p in pairs or []:
-        k, eq, v = p.partition('=')
-        if not eq or not k.strip(): raise WorkbenchError(f'parameter {short(p, 60)} is not name=value', 'parse -p', 'write -p name=value, e.g. -p request_count=200')
-        if len(v) > 100_000: raise WorkbenchError(f'parameter {k.strip()} has a {len(v):,}-character value', 'parse -p', 'pass a shorter value')
-        try: out[k.strip()] = ast.literal_eval(v)
-        except (ValueError, SyntaxError, TypeError): out[k.strip()] = v
-        except (RecursionError, MemoryError): raise WorkbenchError(f'parameter {k.strip()} nests too deeply', 'parse -p', 'pass a flat list or dict') from None
-    return out
-
-def notebook_parameters(model:str) -> dict:
-    "The parameters the study notebook of `model` declares in its `parameters` cell, as {name: (type, default source, help)} (read without papermill)."
-    nb = json.loads(study_notebook(model).read_text())
-    src = next(''.join(c['source']) for c in nb['cells'] if 'parameters' in c.get('metadata', {}).get('tags', []))
-    lines, out = src.splitlines(), {}
-    for node in ast.parse(src).body:
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            out[node.target.id] = (ast.unparse(node.annotation), ast.get_source_segment(src, node.value),
-                                   lines[node.lineno - 1].partition('#')[2].strip())
-    return out
-
-def parameters_help(model:str='motif-3') -> str:
-    "Every `-p` name with its type, default and meaning (the study notebook's parameters cell), and the models whose defaults differ."
-    decl = notebook_parameters(model)
-    out = ['notebook parameters (-p NAME=VALUE; values are Python literals):']
-    out += [textwrap.fill(f'{k} ({t}, default {d if len(d) <= 40 else d[:37] + "..."}): {h}', 118, initial_indent='  ', subsequent_indent='      ')
-            for k, (t, d, h) in decl.items() if k != 'model']
-    for m in list_recipes():
-        if diff := [f'{k}={d}' for k, (_, d, _) in notebook_parameters(m).items() if k != 'model' and decl.get(k, (0, d))[1] != d]:
-            out.append(f'  {m} defaults: {", ".join(diff)}')
-    return '\n'.join(out)
-
-def check_params(model:str, params:dict) -> None:
-    "Refuse parameters the notebook does not declare, and values of the wrong type."
-    decl = notebook_parameters(model)
-    for k, v in params.items():
-        if k not in decl: raise WorkbenchError(f'unknown parameter {short(k, 40)} for the {model} study', 'check notebook parameters', f'use one of {sorted(decl)}')
-        want = decl[k][0]
-        types = {'int': int, 'float': (int, float), 'str': str, 'bool': bool, 'list': list, 'dict': dict}
-        if want in types and not isinstance(v, types[want]) or (want in ('int', 'float') and isinstance(v, bool)):
-            raise WorkbenchError(f'parameter {k}={short(v, 60)} is {type(v).__name__}, the notebook expects {want}', 'check notebook parameters',
-                                 f"pass {'an' if want[0] in 'aeiou' else 'a'} {want} (default {decl[k][1]})")
-
-# %% ../nbs/40_cli.ipynb #f9e9fc16
-def _literal(text):
-    "A notebook parameter's default (papermill gives its source text) as a value."
-    try: return ast.literal_eval(text)
-    except (ValueError, SyntaxError): return text
-
-@dataclass
-class PlannedRun:
-    "A study notebook run that passed `preflight`: the model, the study id, the store and the parameters papermill gets."
-    model: str
-    study: str
-    tracking_uri: str|None
-    params: dict
-    notes: tuple = ()          # what the parameters mean where it is not obvious (printed before the study starts)
-    @property
-    def folder(self) -> Path: return runs_root()/self.study
-    @property
-    def notebook(self) -> Path: return self.folder/study_notebook(self.model).name
-
-def _target_options(p:dict) -> dict:
-    "The target options the study notebook builds from its parameters (the same dict, so the study id matches)."
-    k8s = {'context': p.get('kube_context') or None, 'namespace': p.get('namespace'), 'rehearsal': p.get('rehearsal', False)} if p['target'] == 'k8s' else {}
-    return {**k8s, **(p.get('options') or {})}
-
-def preflight(model:str, params:dict) -> PlannedRun:
-    "Check everything a study notebook run needs before anything is created: parameters, recipe, plan, memory, target, store, runs folder, lock."
-    check_params(model, params)                                        # the cheap checks first: a bad argument is refused in a second
-    p = {k: _literal(v[1]) for k, v in notebook_parameters(model).items()} | params
-    if p.get('study'): check_slug(p['study'], 'study id', 'check notebook parameters')
-    if p.get('rehearsal') and p['target'] != 'k8s': raise WorkbenchError('rehearsal mode is a mode of the k8s target', 'check notebook parameters', 'add --target k8s, or leave out --rehearsal')
-    if p.get('search') and not finite_positive(p.get('search_budget_s', 60)):
-        raise WorkbenchError(f"search_budget_s={p.get('search_budget_s')}: the search needs some seconds", 'check notebook parameters', 'pass -p search_budget_s=60 (or more)')
-    from workbench.study import check_study, study_id, study_params
-    from workbench.lock import lock_path, lock_holder
-    from workbench import tracking
-    uri = p.get('tracking_uri') or None
-    tracking.check_store(uri)                                          # a store that is down, refuses the password, or is corrupt
-    check_writable_dir(runs_root(), 'runs folder', 'check the runs folder')
-    kw = dict(groups=p.get('groups'), custom=p.get('custom') or None, concurrencies=p.get('concurrencies') or None,
-              request_count=p.get('request_count'), seed=p.get('seed', 42), target_options=_target_options(p))
-    chk = check_study(model, target=p['target'], topology=p.get('topology') or None, overrides=p.get('overrides') or None, study=p.get('study') or None, **kw)
-    sid = p.get('study') or study_id(model, chk.target.name, study_params(model, chk.target, chk.plan, **kw))
-    if who := lock_holder(lock_path(sid, uri)):
-        raise WorkbenchError(f'study {sid} is already running ({who})', 'start the study', 'wait for it to finish (then re-run to resume), or pass another study id')
-    return PlannedRun(model, sid, uri, {**params, 'study': sid}, _plan_notes(model, params, chk.plan))
-
-def _plan_notes(model:str, params:dict, plan:list) -> tuple[str, ...]:
-    "Lines that say what a study will do where its parameters do not show it: variants planned, no groups, the model's own defaults."
-    out = [f'{model}: {len([x for x in plan if x.variant is not None])} variant(s) planned' +
-           (' (groups=[]: no setting-group variants, only the recipe and its baselines)' if params.get('groups') == [] else '')]
-    n = params.get('request_count')
-    if isinstance(n, int) and not isinstance(n, bool) and too_few_requests(n):
-        from workbench.sim.recipe import shipped_validation
-        cv = shipped_validation().get('noise', {}).get('output_token_throughput')
-        out.append(f'request_count={n}: fewer than {MIN_STABLE_REQUESTS} requests per point give unstable figures'
-                   + (f' (seed noise about \u00b1{cv*(1805/n)**0.5:.0%} tok/s/GPU at {n}, \u00b1{cv:.1%} at the recipe trace\'s 1,805)' if cv else '')
-                   + f'; ask for at least {MIN_STABLE_REQUESTS}')
-    base, own = notebook_parameters('motif-3'), notebook_parameters(model)
-    if diff := [f'{k}={d}' for k, (_, d, _) in own.items() if k != 'model' and k not in params and base.get(k, (0, d))[1] != d]:
-        out.append(f'{model} study defaults: {", ".join(diff)} (set with -p; see workbench run --help)')
-    return tuple(out)
-
-# %% ../nbs/40_cli.ipynb #06afc9a3
-class StudyStopped(WorkbenchError):
-    "The study notebook started but did not run to its end (an error inside it, a full disk); `run` says which points failed."
-
-def _notebook_error(model:str, e, out:Path) -> WorkbenchError:
-    "One WorkbenchError (one Fix) for an exception raised inside the study notebook."
-    ev = str(e.evalue)
-    if '. Fix: ' in ev and ': ' in ev.partition('. Fix: ')[0]:   # a WorkbenchError raised in the kernel: keep its op, what and fix
-        head, _, fix = ev.rpartition('. Fix: ')
-        op, _, what = head.partition(': ')
-        return (DiskFull if e.ename == 'DiskFull' else StudyStopped)(what, op, f'{fix.strip()} (the partial notebook is {out})')
-    first = next((l.strip() for l in ev.splitlines() if l.strip()), '')
-    if is_disk_full(RuntimeError(ev)):          # a chart, report or store write in a late cell: the same full disk, the same exit
-        return DiskFull(f'no space left on a disk the study writes to (cell {e.exec_count} raised {e.ename}: {short(first, 200)})', f'run the {model} study notebook',
-                        f'free space there (or point $WORKBENCH_RUNS at a larger disk), then run the same command again: finished points are kept (the partial notebook is {out})')
-    return StudyStopped(f'cell {e.exec_count} raised {e.ename}: {short(first, 300)}', f'run the {model} study notebook',
-                        f'open the partial notebook {out} to see the failing cell')
-
-
-def show_event(ev:dict, *, quiet:bool=False, shown:set|None=None):
-    "Print one progress event as `workbench run` does: a failed point on stderr, quiet or not (its name kept in `shown`); anything else on stdout unless `quiet`."
-    from workbench import progress as prog
-    if ev.get('kind') == 'point' and ev.get('status') == 'failed':
-        if shown is not None: shown.add(ev.get('name'))
-        print(prog.line(ev), file=sys.stderr, flush=True)
-    elif not quiet: print(prog.line(ev), flush=True)
-
-def execute(plan:PlannedRun, progress:bool=True, *, shown:set|None=None) -> Path:
-    "Run a planned study notebook with papermill into runs/<study>/ while holding the study's lock, printing its points as they finish (`show_event`); returns the executed notebook."
-    lean_jsonschema(); import papermill as pm               # nothing here checks IRIs (`core.lean_jsonschema`)
-    from workbench.lock import study_lock
-    from workbench import progress as prog
-    model, out, feed, stop = plan.model, plan.notebook, plan.folder/prog.FILE, threading.Event()
-    with study_lock(plan.study, plan.tracking_uri) as lock:
-        old = os.environ.get('WORKBENCH_STUDY_LOCK'); os.environ['WORKBENCH_STUDY_LOCK'] = str(lock)   # the kernel's run_study uses this lock
-        tail = threading.Thread(target=prog.follow, args=(feed, stop), daemon=True,
-                                kwargs={'offset': feed.stat().st_size if feed.exists() else 0, 'handle': lambda ev: show_event(ev, quiet=not progress, shown=shown)})
-        try:
-            try: runs_dir(); plan.folder.mkdir(parents=True, exist_ok=True)
-            except OSError as e: raise fs_error(e, 'create the study folder', plan.folder) from None
-            tail.start(); import_soon('mlflow')                    # for `_log_executed`: loaded while the kernel runs
-            pm.execute_notebook(str(study_notebook(model)), str(out), parameters=plan.params, cwd=str(repo_root()/'nbs'/'studies'),
-                                progress_bar=False, kernel_name='python3', kernel_manager_class=ipc_kernel_manager(), store_widget_state=False,
-                                start_timeout=KERNEL_START_S)
-        except pm.PapermillExecutionError as e: raise _notebook_error(model, e, out) from None
-        except OSError as e:
-            _drop_if_partial(out); raise fs_error(e, f'write the {model} study notebook', out) from None
-        finally:
-            stop.set()
-            if tail.is_alive(): tail.join(timeout=10)
-            if old is None: os.environ.pop('WORKBENCH_STUDY_LOCK', None)
-            else: os.environ['WORKBENCH_STUDY_LOCK'] = old
-        _log_executed(model, plan.study, out, plan.tracking_uri)
-    return out
-
-def _drop_if_partial(nb:Path):
-    "Remove a notebook papermill could not finish writing (a full disk), so no truncated file is left."
-    try: json.loads(nb.read_text())
-    except (OSError, ValueError): nb.unlink(missing_ok=True)
-
-def run_notebook(model:str, target:str='sim', params:dict|None=None, progress:bool=True) -> Path:
-    "Execute `model`'s study notebook on `target` with `params` (after `preflight`); returns the executed notebook's path."
-    return execute(preflight(model, {**(params or {}), 'target': target}), progress)
-
-def _log_executed(model:str, study:str, path:Path, uri:str|None):
-    "Attach the executed notebook to the study's parent run."
-    from workbench import tracking
-    run = tracking.find_study(model, study, tracking_uri=uri)
-    if run is not None: tracking.log_files(tracking.client(uri), run.info.run_id, [path], 'notebook')
+__all__ = ['FIXED', 'URI_HELP', 'cmd_list', 'pin_text', 'cmd_render', 'failed_points', 'report_failures', 'print_summary',
+           'cmd_run', 'cmd_sweep', 'compare_table', 'cmd_compare', 'study_links', 'cmd_ui', 'cmd_validate',
+           'cmd_server', 'cmd_search', 'import_spec', 'cmd_import', 'cmd_ledger', 'cmd_calibrate', 'cmd_reproduce',
+           'measured_commands', 'cmd_demo', 'parser', 'one_line', 'main']
 
 # %% ../nbs/40_cli.ipynb #65b235fe
 def cmd_list(a):
@@ -213,13 +27,19 @@ def cmd_list(a):
     models = list_recipes()
     if not models: raise WorkbenchError(f'no recipes found under {repo_root()/"recipes"}', 'list recipes',
                                         'run from a workbench checkout, or set $WORKBENCH_HOME to one')
+    fill = lambda text, indent: print(textwrap.fill(text, 120, subsequent_indent=' '*indent, break_long_words=False, break_on_hyphens=False))
     for m in models:
         r = load_recipe(m)
         print(f"{m:14} {r.display_name:14} {r.model.checkpoint}")
-        for k, t in r.topologies.items(): print(f"    topology {k:12} {t.shape():22} {t.total_gpus:>2} GPU  {t.source.split()[0]}")
-        for p in r.pins: print(f"    pinned   {p.setting}={p.value!r}: {p.reason}")
+        for k, t in r.topologies.items(): fill(f"    topology {k:12} {t.shape():22} {t.total_gpus:>2} GPU  {t.source.split()[0]}", 13)
+        for p in r.pins: fill(f"    pinned   {pin_text(p)}: {p.reason}", 13)
     print('\nsetting groups:')
-    for g in GROUPS: print(f'  {g:12} {", ".join(group_settings(g))}')
+    for g in GROUPS: fill(f'  {g:12} {", ".join(group_settings(g))}', 15)
+
+def pin_text(p) -> str:
+    "What a recipe pin holds: the setting and its pinned value, or (a pin without a value) that it must stay as the recipe has it; and where."
+    where = f" (topologies {', '.join(p.topologies)})" if p.topologies else ''
+    return f'{p.setting}={p.value!r}{where}' if p.value is not None else f"{p.setting}{where} must stay as in the recipe (workbench render shows it)"
 
 def cmd_render(a):
     "Write a variant's manifests (the recipe, or the baseline) and print where."
@@ -240,6 +60,7 @@ def failed_points(model:str, study:str, uri:str|None=None) -> tuple[list[dict], 
     try: runs = tracking.study_runs(model, study, tracking_uri=uri, status=None)
     except WorkbenchError: return [], 0
     if not len(runs): return [], 0
+    if 'tags.workbench.sla_max_point' in runs: runs = runs[runs['tags.workbench.sla_max_point'] != 'true']   # points of the plan only, as the tally counts
     done = set(runs.loc[runs.status == 'FINISHED', 'point_key'])
     out = {}
     for _, r in runs[(runs.status == 'FAILED') & ~runs.point_key.isin(done)].iterrows():
@@ -269,9 +90,40 @@ def _run_and_report(plan:PlannedRun, progress:bool) -> tuple[Path|None, int]:
     if err is not None: print(f'error: {one_line(err)}', file=sys.stderr)
     return nb, (EXIT_POINTS_FAILED if n or isinstance(err, DiskFull) else EXIT_BAD_INPUT if err is not None else 0)   # a full disk is a fault: 3
 
+FIXED = ('model', 'target', 'rehearsal')      # notebook parameters the command line itself sets: an argument or an option, never -p
+
+def _as_typed(a, name:str, value) -> str:
+    "The command line that says `-p name=value` as the command takes it, the other -p pairs kept."
+    cmd, model, target = getattr(a, 'cmd', 'run'), getattr(a, 'model', 'motif-3'), getattr(a, 'target', 'sim')
+    if name == 'model': model = str(value)
+    if name == 'target': target = str(value)
+    rehearsal = bool(value) if name == 'rehearsal' else getattr(a, 'rehearsal', False)
+    if cmd == 'demo' and (model != 'motif-3' or target != 'sim' or rehearsal): cmd = 'run'      # the demo is Motif 3 on sim: anything else is a run
+    head = {'run': f'workbench run {model}', 'demo': 'workbench demo',
+            'sweep': 'workbench sweep' + (f' --models {model}' if name == 'model' else '')}[cmd]
+    target = 'k8s' if rehearsal else target
+    opts = ((f' --target {target}' if target != 'sim' else '') + (' --rehearsal' if rehearsal else '')
+            + (f' --engine {a.engine}' if getattr(a, 'engine', None) else ''))
+    rest = [f'-p {shlex.quote(p)}' for p in a.param if p.partition('=')[0].strip() != name]
+    return ' '.join([head + opts, *rest] + (['-q'] if getattr(a, 'quiet', False) else []))
+
+def _fixed_param(a, name:str, value) -> WorkbenchError:
+    "The refusal of `-p NAME=VALUE` for a parameter the command line sets itself (the model, the target, rehearsal mode)."
+    cmd = getattr(a, 'cmd', 'run')
+    runs = {'run': f'runs {a.model} on {a.target}' if cmd == 'run' else '', 'demo': 'runs motif-3 on sim',
+            'sweep': f"runs {', '.join(a.models) if getattr(a, 'models', None) else 'every model'} on {getattr(a, 'target', 'sim')}"}[cmd]
+    what = ("the demo's model and target are fixed, not notebook parameters" if cmd == 'demo' else
+            {'model': "the model is the command's argument" if cmd == 'run' else 'the models are the --models option',
+             'target': 'the target is the --target option',
+             'rehearsal': 'rehearsal mode is the --rehearsal option'}[name] + ', not a notebook parameter')
+    typed = next((p for p in a.param if p.partition('=')[0].strip() == name), f'{name}={value}')
+    return WorkbenchError(f'-p {typed[:80]}: {what} (this command {runs})', 'parse the command line',
+                          _as_typed(a, name, value))
+
 def _params(a) -> dict:
-    "The notebook parameters of a run/sweep/demo command line (-p pairs, plus --rehearsal and --engine)."
+    "The notebook parameters of a run/sweep/demo command line (-p pairs, plus --rehearsal and --engine); -p may not set what the command line does."
     p = parse_params(a.param)
+    if fixed := [k for k in FIXED if k in p]: raise _fixed_param(a, fixed[0], p[fixed[0]])
     if getattr(a, 'rehearsal', False):
         if getattr(a, 'target', 'sim') != 'k8s': raise WorkbenchError('--rehearsal is a mode of the k8s target', 'parse the command line', 'add --target k8s, or leave out --rehearsal')
         p['rehearsal'] = True
@@ -285,7 +137,8 @@ def print_summary(nb:Path):
     summary, page = nb.with_name('summary.txt'), nb.with_name('report.html')
     if summary.exists(): print(summary.read_text().rstrip() + '\n')
     print(f'executed notebook: {nb}' + (f'\nHTML report (opens offline): {page}' if page.exists() else '')
-          + f'\nMLflow UI: {Path(sys.executable).parent}/workbench ui   (then open the link it prints, or http://127.0.0.1:5000)', flush=True)
+          + f"\nMLflow UI: {Path(sys.executable).parent}/workbench ui, then open the study's runs link above"
+          "\n  (the bare http://127.0.0.1:5000 opens MLflow's GenAI home, not the runs)", flush=True)
 
 def cmd_run(a):
     "Run one model's study notebook and print its summary; failed points are printed with their cause, and the exit status says whether any failed."
@@ -299,9 +152,10 @@ def cmd_sweep(a):
     refused, failed, models = [], [], a.models or list_recipes()
     if bad := [m for m in models if m not in list_recipes()]:
         raise WorkbenchError(f'unknown model(s) {short(bad, 100)}', 'check the sweep', f'use models among {list_recipes()}')
+    params = _params(a)                      # the command line itself is checked once, before any model
     for i, m in enumerate(models, 1):
         print(f'== sweep {i}/{len(models)}: {m} on {a.target}', flush=True)
-        try: plan = preflight(m, {**_params(a), 'target': a.target})
+        try: plan = preflight(m, {**params, 'target': a.target})
         except WorkbenchError as e: refused.append(m); print(f'error: {m}: {one_line(e)}', file=sys.stderr); continue
         nb, status = _run_and_report(plan, progress=not a.quiet)
         if nb is not None: print_summary(nb)
@@ -314,8 +168,12 @@ def _ci(a) -> int:
     from workbench import batch
     try:
         if a.models or a.target != 'sim': raise WorkbenchError('--models and --target do not apply to --ci', 'run the batch', 'declare the studies in the batch file')
+        overrides = parse_params(a.param)
+        if fixed := [k for k in FIXED if k in overrides]:
+            raise WorkbenchError(f'-p {fixed[0]}={short(overrides[fixed[0]], 60)}: the batch file declares each study\'s model, target and mode',
+                                 'run the batch', 'declare it in the batch file (studies: - {model: ..., target: ...})')
         return batch.ci(a.ci, run=run_notebook, preflight=preflight, reference=a.reference, accept_batch=a.accept, why=a.why, by=a.by,
-                        overrides=parse_params(a.param), progress=not a.quiet)
+                        overrides=overrides, progress=not a.quiet)
     except WorkbenchError as e: print(f'error: {e}', file=sys.stderr, flush=True); return 2
     except Exception as e:                    # a bug is not a regression: the batch could not run
         import traceback; traceback.print_exc()
@@ -367,8 +225,11 @@ def cmd_ui(a):
     "Serve the MLflow UI on 127.0.0.1 (port and store are checked before anything starts); first print the link to each model's latest study."
     from workbench.store import check_port, check_store
     check_port(a.port); check_store(a.tracking_uri, create=False)     # refused before anything is created (and before the heavy imports)
-    from workbench import tracking
+    from workbench import tracking, layout
+    base = layout.ui_base(tracking.client(a.tracking_uri).tracking_uri, a.port)
+    print(f'experiments (model training): {layout.home_url(base)}', flush=True)
     for l in study_links(a.tracking_uri, a.port): print(l, flush=True)
+    print(f"(open these links: the bare {base} opens MLflow's GenAI home, not the runs)", flush=True)
     tracking.ui(a.port, tracking_uri=a.tracking_uri)
 
 def cmd_validate(a):
@@ -440,12 +301,14 @@ def cmd_import(a):
     from workbench import measured, ledger, report
     t = measured.import_runs(a.model, a.paths, import_spec(a), tracking_uri=a.tracking_uri)
     cols = ['variant', 'concurrency', 'target', 'engine', 'provenance', 'output_tok_s_per_gpu', 'ttft_p50_ms', 'itl_p50_ms', 'status', 'run_id']
-    print(report.text_table(t[cols], drop=()))
+    print(report.text_table(t[cols], drop=(), headers={**report.SHORT_HEADERS, 'itl_p50_ms': 'ITL ms'}))     # whole headers in 120 columns
     print(f"{(t.status == 'imported').sum()} point(s) imported, {(t.status != 'imported').sum()} imported before (import run {t.study.iloc[0]})\n")
     try: print(ledger.show(a.model, include_mocker=a.include_mocker, tracking_uri=a.tracking_uri))
     except WorkbenchError as e:
         mock = (t.engine == 'mocker').all() and not a.include_mocker
-        print(f'no ledger yet: {e.what}' + ('; these points were served by the mocker: `workbench ledger --include-mocker` counts them' if mock else ''))
+        why = '; these points were served by the mocker: `workbench ledger --include-mocker` counts them' if mock else ''
+        print(textwrap.fill(f'no ledger yet: {e.what}{why}',
+                            120, subsequent_indent='  ', break_long_words=False, break_on_hyphens=False))
 
 def cmd_ledger(a):
     "Predicted against measured for a model's measured points: table, error by group and calibration, bands, drift, chart."
@@ -590,10 +453,11 @@ def one_line(e:BaseException) -> str:
 
 def main(argv=None):
     "Entry point of the `workbench` command: exit 0, 1 with one `error:` line (refused or failed), or 3 (points failed, printed with causes)."
-    a = parser().parse_args(argv)
-    try: status = a.fn(a)
+    try:
+        a = parser().parse_args(argv)            # building the parser lists the recipes: an unreadable folder is one line too
+        status = a.fn(a)
     except WorkbenchError as e: raise SystemExit(f'error: {one_line(e)}') from None
     except KeyboardInterrupt:
         print('error: interrupted (Ctrl-C). Fix: run the same command again: finished points are kept', file=sys.stderr); raise SystemExit(EXIT_INTERRUPTED) from None
-    except OSError as e: raise SystemExit(f'error: {one_line(fs_error(e, f"workbench {a.cmd}"))}') from None
+    except OSError as e: raise SystemExit(f'error: {one_line(fs_error(e, f"workbench {a.cmd}" if "a" in locals() else "workbench"))}') from None
     if status: raise SystemExit(status)

@@ -12,7 +12,7 @@ from .recipes import load_traces
 # %% auto #0
 __all__ = ['ROLE_PARAMS', 'CORE_METRICS', 'BAND_METRICS', 'VIEW_METRICS', 'VIEW_PARAMS', 'VIEW_TAGS', 'CLASSIC', 'label',
            'run_name', 'changed_params', 'point_params', 'all_metrics', 'core_metrics', 'band_text', 'workload_source',
-           'workload_dataset', 'study_view_state', 'view_key', 'ui_base', 'run_url', 'view_url']
+           'workload_dataset', 'study_view_state', 'view_key', 'ui_base', 'run_url', 'home_url', 'view_url']
 
 # %% ../nbs/29_layout.ipynb #ddfad310
 def _shown(changes:dict) -> dict:
@@ -93,7 +93,7 @@ BAND_METRICS = {'output_token_throughput': 'tok/s/GPU', 'output_token_throughput
                 'time_to_first_token': 'TTFT', 'inter_token_latency': 'ITL'}
 
 def band_text(r:BenchResult) -> str:
-    "The error band of `r` as text ('tok/s/GPU \u00b118%, TTFT \u00b125%'), '' when it carries none."
+    "The error band of `r` as text ('tok/s/GPU -15%/+18%, TTFT -20%/+25%'), '' when it carries none."
     return ', '.join(f'{short} {r.band(m)}' for m, short in BAND_METRICS.items() if r.band(m))
 
 # %% ../nbs/29_layout.ipynb #694f85af
@@ -155,6 +155,10 @@ CLASSIC = 'workflowType=machine_learning'   # MLflow 3's UI opens on its GenAI p
 def run_url(base:str, experiment_id:str, run_id:str) -> str:
     "The UI page of one run."
     return f'{base}/#/experiments/{experiment_id}/runs/{run_id}?{CLASSIC}'
+
+def home_url(base:str) -> str:
+    "The UI's list of experiments (one per model), on its model-training pages."
+    return f'{base}/#/experiments?{CLASSIC}'
 
 def view_url(base:str, experiment_id:str, study:str) -> str:
     "The UI page of a study's runs table (its saved view)."

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 # %% auto #0
-__all__ = ['FILE', 'clock', 'line', 'in_kernel', 'Progress', 'reporting', 'phase', 'follow']
+__all__ = ['FILE', 'clock', 'line', 'in_kernel', 'Progress', 'reporting', 'phase', 'note', 'follow']
 
 # %% ../nbs/07_progress.ipynb #5ae62144
 FILE = 'progress.jsonl'
@@ -35,13 +35,14 @@ def _numbers(ev:dict) -> str:
 def line(ev:dict) -> str:
     "One event as a line of text ('start', 'point', 'phase' or 'done')."
     k = ev.get('kind')
-    if k == 'start': return f"{ev.get('title', 'study')}: {ev['n']} point(s) to go"
+    est = '~' if ev.get('estimate') else ''      # a time-boxed count (a search): an estimate, said so
+    if k == 'start': return f"{ev.get('title', 'study')}: {est}{ev['n']} point(s) to go"
     if k == 'point' and ev.get('i') is None:      # a point read back from the store, not reported as it ran
         return f"[-] {ev['name']:<40} {_numbers(ev)}"
     if k == 'point':
-        w = len(str(ev['n']))
-        return (f"[{ev['i']:>{w}}/{ev['n']}] {ev['name']:<40} {_numbers(ev)}  "
-                f"elapsed {clock(ev.get('elapsed_s'))}  ETA {clock(ev.get('eta_s'))}")
+        n, eta = '?' if ev['n'] is None else f"{est}{ev['n']}", clock(ev.get('eta_s'))      # None: a time-boxed count past its box
+        return (f"[{ev['i']:>{len(n.lstrip('~'))}}/{n}] {ev['name']:<40} {_numbers(ev)}  "
+                f"elapsed {clock(ev.get('elapsed_s'))}  ETA {est if eta != '?' else ''}{eta}")
     if k == 'phase': return f"    {ev['text']}" + (f"  ({clock(ev['elapsed_s'])} elapsed)" if ev.get('elapsed_s') is not None else '')
     if k == 'done': return (f"{ev.get('title', 'study')}: {ev['n']} point(s) in {clock(ev.get('elapsed_s'))}: "
                             f"{ev.get('ran', 0)} ran, {ev.get('reused', 0)} reused, {ev.get('failed', 0)} failed")
@@ -63,9 +64,10 @@ class _Bar:
         self.label = w.HTML(value=f'<b>{title}</b>: starting')
         self.title, self.handle = title, display(w.HBox([self.bar, self.label]), display_id=True)
 
-    def update(self, i:int, text:str):
-        "Move the bar to `i` and show `text` beside it."
+    def update(self, i:int, text:str, n:int|None=None):
+        "Move the bar to `i` of `n` (a count that grows when it was an estimate) and show `text` beside it."
         import html
+        self.bar.max = max(n or i + 1, i, 1)
         self.bar.value = i; self.label.value = f'<b>{html.escape(self.title)}</b> {i}/{self.bar.max}: {html.escape(text)}'
 
     def close(self, text:str):
@@ -74,26 +76,52 @@ class _Bar:
         self.handle.update(Markdown(f'`{text}`')); self.bar.close(); self.label.close()
 
 # %% ../nbs/07_progress.ipynb #b81dcd26
+def _append(path:Path|None, ev:dict) -> dict:
+    "Stamp `ev` with the time and append it to the channel `path` (best effort: a full disk must not stop the study from recording its points)."
+    ev = {'t': round(time.time(), 3), **ev}
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, 'a') as f: f.write(json.dumps(ev, default=str) + '\n')
+        except OSError: pass                   # `workbench run` then reads the failed points back from MLflow
+    return ev
+
 class Progress:
-    "A study's progress: events appended to `path` (JSON lines) and shown as a widget bar in Jupyter or printed lines elsewhere."
-    def __init__(self, path, total:int, *, title:str='study', show:bool=True, now:Callable[[], float]=time.monotonic):
-        self.path, self.n, self.title, self.now = Path(path) if path else None, total, title, now
+    """A study's progress: events appended to `path` (JSON lines) and shown as a widget bar in Jupyter or printed lines elsewhere.
+    With `budget_s` the work is time-boxed (a search): `total` is an estimate, shown as `~N`. Once a tenth of the budget has passed
+    it is the points done plus the pace of the last tenth times the time left (before, it doubles when reached); past the budget
+    the total is unknown (`?`), as is the ETA, which until then is the budget left."""
+    def __init__(self, path, total:int, *, title:str='study', show:bool=True, now:Callable[[], float]=time.monotonic, budget_s:float|None=None):
+        self.path, self.n, self.title, self.now, self.budget_s = Path(path) if path else None, total, title, now, budget_s
         self.i, self.counts, self.t0, self.work_s = 0, {'ran': 0, 'reused': 0, 'failed': 0}, now(), 0.0
-        self._last = self.t0
+        self._last, self._est, self._marks = self.t0, {'estimate': True} if budget_s else {}, [(self.t0, 0)]
         self.bar = _Bar(total, title) if show and in_kernel() else None
         self.echo = show and self.bar is None
-        self._emit({'kind': 'start', 'title': title, 'n': total})
+        self._emit({'kind': 'start', 'title': title, 'n': total, **self._est})
 
     def _emit(self, ev:dict):
-        "Append `ev` to the file (best effort: a full disk must not stop the study from recording its points) and show it."
-        ev = {'t': round(time.time(), 3), **ev}
-        if self.path is not None:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                with open(self.path, 'a') as f: f.write(json.dumps(ev, default=str) + '\n')
-            except OSError: pass                   # `workbench run` then reads the failed points back from MLflow
+        "Append `ev` to the file and show it."
+        ev = _append(self.path, ev)
         if self.echo: print(line(ev), flush=True)
-        elif self.bar is not None and ev['kind'] in ('point', 'phase'): self.bar.update(self.i, line(ev).strip())
+        elif self.bar is not None and ev['kind'] in ('point', 'phase'): self.bar.update(self.i, line(ev).strip(), self.n)
+
+    def _eta(self, t:float) -> float|None:
+        "Seconds left: from the pace of the points that ran now (reused ones cost nothing); for time-boxed work, the budget left."
+        if self.budget_s: return self._time_box(t)
+        ran = self.counts['ran'] + self.counts['failed']
+        if self.i > self.n: self.n = self.i                     # more points than planned: never past the end
+        return self.work_s/ran*(self.n - self.i) if ran and self.i < self.n else None if self.i < self.n else 0.0
+
+    def _time_box(self, t:float) -> float|None:
+        "Time-boxed work: re-estimate the total (None past the budget: unknown) and return the budget left (None under a second)."
+        el, win = t - self.t0, max(1.0, 0.1*self.budget_s)
+        self._marks.append((t, self.i))
+        while len(self._marks) > 2 and self._marks[1][0] <= t - win: self._marks.pop(0)    # the pace of the last tenth, not a cached burst
+        (t1, i1), left = self._marks[0], self.budget_s - el
+        if left <= 0: self.n = None
+        elif el >= win and t > t1: self.n = max(self.i + 1, self.i + round((self.i - i1)/(t - t1)*left))
+        elif self.n is None or self.i >= self.n: self.n = max(self.i + 1, 2*(self.n or 0))
+        return left if left >= 1 else None     # under a second left reads 0:00: unknown instead
 
     def point(self, name:str, *, status:str='ran', **fields):
         "Report one finished point (`status`: ran, reused, failed, not modelled) with its numbers."
@@ -102,11 +130,9 @@ class Progress:
         self.counts[key] += 1
         if key != 'reused': self.work_s += t - self._last
         self._last = t
-        ran = self.counts['ran'] + self.counts['failed']
-        if self.i > self.n: self.n = self.i                     # more points than estimated (a search's count is one): never past the end
-        eta = self.work_s/ran*(self.n - self.i) if ran and self.i < self.n else None if self.i < self.n else 0.0
+        eta = self._eta(t)
         self._emit({'kind': 'point', 'i': self.i, 'n': self.n, 'name': name, 'status': status, 'elapsed_s': round(t - self.t0, 1),
-                    'eta_s': None if eta is None else round(eta, 1), **fields})
+                    'eta_s': None if eta is None else round(eta, 1), **self._est, **fields})
 
     def phase(self, text:str, *, elapsed_s:float|None=None):
         "Report a step inside a point (deploying, waiting for readiness, benchmarking)."
@@ -121,9 +147,9 @@ class Progress:
 _ACTIVE: list[Progress] = []
 
 @contextmanager
-def reporting(path, total:int, *, title:str='study', show:bool=True) -> Iterator[Progress]:
+def reporting(path, total:int, *, title:str='study', show:bool=True, budget_s:float|None=None) -> Iterator[Progress]:
     "A `Progress` that is the active one (for `phase`) until the block ends."
-    p = Progress(path, total, title=title, show=show)
+    p = Progress(path, total, title=title, show=show, budget_s=budget_s)
     _ACTIVE.append(p)
     try: yield p
     finally:
@@ -132,6 +158,10 @@ def reporting(path, total:int, *, title:str='study', show:bool=True) -> Iterator
 def phase(text:str, *, elapsed_s:float|None=None):
     "Report a phase to the active study's progress; nothing happens when no study reports."
     if _ACTIVE: _ACTIVE[-1].phase(text, elapsed_s=elapsed_s)
+
+def note(folder, text:str):
+    "Report `text` as a phase line on the progress channel of the study in `folder`, outside its `Progress`: `workbench run` prints it as it comes."
+    _append(Path(folder)/FILE, {'kind': 'phase', 'text': text, 'elapsed_s': None})
 
 # %% ../nbs/07_progress.ipynb #6338e695
 def follow(path, stop:threading.Event, *, offset:int|None=None, out:Callable[[str], None]=print, poll_s:float=0.2,

@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 from .recipes import Recipe
 from . import tracking, report, layout
-from .study import StudyOutcome, results_table, best_per_group, published_vs_reproduced, excluded_table, summary_text
+from .study import StudyOutcome, results_table, best_per_group, published_vs_reproduced, excluded_table, summary_text, study_deltas, study_findings
+from . import findings as fd
 
 # %% auto #0
 __all__ = ['CHARTS', 'summary_metrics', 'point_runs', 'html_table', 'html_report', 'publish_study']
@@ -61,6 +62,19 @@ def _img(path:Path) -> str:
     return f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()}">'
 
 # %% ../nbs/34_publish.ipynb #129edf82
+def _findings_html(out:StudyOutcome, pvr:pd.DataFrame) -> str:
+    "The Findings table and the Reproduction block (misses and contradicted orders) of the report, from `workbench.findings`."
+    f, rep = fd.findings_table(study_deltas(out)), fd.reproduction_table(pvr)
+    lines = study_findings(out, pvr)
+    miss = rep[rep.verdict == 'outside its band'] if len(rep) else rep
+    orders = [l.strip() for l in lines if l.strip().startswith('CONTRADICTS ')]
+    return (f'<p>{html.escape(lines[0])}</p>' + (html_table(f.drop(columns=['rests_on'])) + f'<p class="muted">{html.escape(lines[len(f) + 1])}</p>'
+            if len(f) else f'<p class="muted">{html.escape(lines[1].strip())}</p>')
+            + f'<h3>Reproduction</h3><p>{html.escape(next(l for l in lines if l.startswith("Reproduction:")))}</p>'
+            + (html_table(miss[[c for c in ('label', 'topology', 'concurrency', 'metric', 'published', 'reproduced', 'ratio', 'band', 'verdict')
+                                if c in miss.columns]]) if len(miss) else '')
+            + ''.join(f'<p><b>{html.escape(o)}</b></p>' for o in orders))
+
 def html_report(out:StudyOutcome, recipe:Recipe, folder, *, summary:str, pvr:pd.DataFrame, best:pd.DataFrame, table:pd.DataFrame,
                 links:dict|None=None) -> str:
     "The study's self-contained HTML report (summary, published vs reproduced, best per group, charts, every point with its MLflow link, exclusions)."
@@ -76,6 +90,7 @@ def html_report(out:StudyOutcome, recipe:Recipe, folder, *, summary:str, pvr:pd.
     charts = ''.join(f'<h3>{html.escape(n.replace("_", " "))}</h3>{_img(Path(folder)/f"{n}.png")}' for n in CHARTS if (Path(folder)/f'{n}.png').exists())
     body = [f'<h1>{html.escape(recipe.display_name)} study {html.escape(out.study)} on {html.escape(out.target)}</h1>',
             f'<div class="banner">{html.escape(src)}</div>' if src else '', where,
+            '<h2>Findings</h2>', _findings_html(out, pvr),
             '<h2>Summary</h2>', f'<pre>{html.escape(summary)}</pre>',
             '<h2>Published vs reproduced</h2>', html_table(pvr[[c for c in ('label', 'topology', 'concurrency', 'metric', 'published', 'reproduced', 'ratio', 'provenance', 'band', 'note') if c in pvr.columns]]),
             '<h2>Best per setting group under the SLA</h2>', html_table(best.drop(columns=['target'], errors='ignore')),
@@ -109,5 +124,6 @@ def publish_study(out:StudyOutcome, recipe:Recipe, folder, *, summary:str|None=N
         if len(best): tracking._retry(c.log_table, out.run_id, _json_frame(best), 'tables/best_per_group.json')
         tracking.log_files(c, out.run_id, [folder/'summary.txt', page], 'report')
         head = summary.split('\n\n')[0]
-        tracking.log_batch(c, out.run_id, metrics=summary_metrics(out, best), tags={'mlflow.note.content': head + '\n\nReport: report/report.html; summary: report/summary.txt.'})
+        note = '\n'.join([head, '', *study_findings(out, pvr), '', 'Report: report/report.html; summary: report/summary.txt.'])
+        tracking.log_batch(c, out.run_id, metrics=summary_metrics(out, best), tags={'mlflow.note.content': note})
     return {'summary': folder/'summary.txt', 'report': page, 'best': best, 'pvr': pvr}

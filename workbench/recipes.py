@@ -396,10 +396,24 @@ def _fmt_errors(path:Path, e:ValidationError, most:int=6) -> str:
     parts = [f"field '{_fmt_loc(x['loc']) or '<root>'}' = {short(x.get('input'), 80)}: {' '.join(str(x['msg']).split())}" for x in errs[:most]]
     return f'{path}: ' + '; '.join(parts) + (f'; and {len(errs)-most} more' if len(errs) > most else '')
 
+def _unreadable(root:Path, path:Path, e:OSError, op:str='list recipes') -> WorkbenchError:
+    "A recipes folder (or a model's folder in it) this user may not read, named with the fix (never 'unknown model')."
+    bad = root if not os.access(root, os.R_OK | os.X_OK) else path
+    return WorkbenchError(f'the recipes folder {bad} cannot be read ({e.strerror or type(e).__name__})', op,
+                          f'give your user read and search permission on it (chmod u+rx {bad}), or set $WORKBENCH_HOME to a checkout you can read')
+
 def list_recipes(root:Path|None=None) -> list[str]:
-    "Model ids that have a recipes/<id>/recipe.yaml."
+    "Model ids that have a recipes/<id>/recipe.yaml; a recipes folder this user may not read is a WorkbenchError naming it, not an empty list."
     root = Path(root or recipes_dir())
-    return sorted(p.parent.name for p in root.glob('*/recipe.yaml'))
+    try: names = os.listdir(root)
+    except (FileNotFoundError, NotADirectoryError): return []
+    except PermissionError as e: raise _unreadable(root, root, e) from None
+    out = []
+    for n in (n for n in names if not n.startswith('.')):
+        try: os.stat(root/n/'recipe.yaml'); out.append(n)
+        except (FileNotFoundError, NotADirectoryError): continue
+        except PermissionError as e: raise _unreadable(root, root/n, e) from None
+    return sorted(out)
 
 # %% ../nbs/01_recipes.ipynb #6ef7bf31
 MAX_YAML_BYTES, MAX_YAML_VALUES = 4_000_000, 100_000
@@ -530,7 +544,10 @@ def gpu_problems(t:Topology, gpu:GPU, *, nodes:bool=True) -> list[str]:
 def load_recipe(model:str, root:Path|None=None) -> Recipe:
     "Load and validate recipes/<model>/recipe.yaml."
     root = Path(root or recipes_dir())
-    if not isinstance(model, str) or not re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9._-]{0,99}', model) or not (path := root/model/'recipe.yaml').exists():
+    path = root/str(model)/'recipe.yaml'
+    try: found = isinstance(model, str) and re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9._-]{0,99}', model) and path.exists()
+    except PermissionError as e: raise _unreadable(root, path.parent, e, 'load recipe') from None
+    if not found:
         raise WorkbenchError(f'unknown model {short(model, 60)} (no {root}/{model}/recipe.yaml)', 'load recipe',
                              f'use one of: {", ".join(list_recipes(root)) or "(none found)"}')
     op = f'load recipe {model}'

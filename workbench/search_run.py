@@ -20,8 +20,9 @@ from .search import (SearchOutcome, Config, USD_PER_GPU_HOUR, FLEET_COPIES, chec
 from . import tracking, layout, report, progress
 
 # %% auto #0
-__all__ = ['log_points', 'search_metrics', 'log_tables', 'frontier_chart', 'write_winner', 'load_winner', 'live_prediction',
-           'validate_top', 'summary_text', 'SearchRun', 'storage_arg', 'run_search']
+__all__ = ['SEARCH_HEADERS', 'log_points', 'search_metrics', 'log_tables', 'frontier_chart', 'write_winner', 'load_winner',
+           'live_prediction', 'validate_top', 'search_table', 'recommendation_text', 'summary_text', 'SearchRun',
+           'storage_arg', 'run_search']
 
 # %% ../nbs/24a_search_run.ipynb #14505eb4
 def _changes(out:SearchOutcome, key:str) -> dict:
@@ -59,13 +60,20 @@ def search_metrics(out:SearchOutcome) -> dict[str, float]:
     if w is not None and r is not None: m['search.vs_recipe_pct'] = 100*(w.output_tok_s_per_gpu/r.output_tok_s_per_gpu - 1)
     return {k: round(float(v), 4) for k, v in m.items() if v is not None and not (isinstance(v, float) and math.isnan(v))}
 
-def log_tables(s:tracking.StudyRun, out:SearchOutcome):
-    "The points, frontier, ranking, references and refusals as CSV artifacts (`search/`), and the headline metrics."
+def log_tables(s:tracking.StudyRun, out:SearchOutcome, folder=None) -> dict[str, Path]:
+    """The points, frontier, ranking, references and refusals as CSV artifacts (`search/`), and the headline metrics;
+    with `folder`, the same CSV files in `folder/search/` (returned by name)."""
     refused = pd.DataFrame(sorted(out.evaluator.refused.items()), columns=['configuration', 'why'])
     tables = {'points': out.points, 'frontier': out.frontier, 'ranking': out.ranking, 'references': out.references, 'refused': refused}
-    tracking.log_texts(s.client, s.run_id, {f'{k}.csv': t.to_csv(index=False) for k, t in tables.items()}, 'search')
+    texts = {f'{k}.csv': t.to_csv(index=False) for k, t in tables.items()}
+    tracking.log_texts(s.client, s.run_id, texts, 'search')
+    written = {}
+    if folder is not None:
+        (Path(folder)/'search').mkdir(parents=True, exist_ok=True)
+        for name, text in texts.items(): (Path(folder)/'search'/name).write_text(text); written[name[:-4]] = Path(folder)/'search'/name
     tracking.log_texts(s.client, s.run_id, {'space.json': out.space.model_dump_json(indent=1, exclude={'recipe'})}, 'search')
     tracking.log_batch(s.client, s.run_id, metrics=search_metrics(out), tags={'workbench.search.landing': landing(out)[:5000]})
+    return written
 
 # %% ../nbs/24a_search_run.ipynb #6c5e9ebf
 def _published(out:SearchOutcome) -> pd.DataFrame:
@@ -199,32 +207,63 @@ def _fleet(out:SearchOutcome) -> str:
     if r is None or not r.output_tok_s_per_gpu or abs(out.load_tok_s - FLEET_COPIES*r.output_tok_s_per_gpu*r.gpus) > 1e-6*out.load_tok_s: return ''
     return f" ({FLEET_COPIES} copies of {r.label} at its SLA maximum; pass --load to set it)"
 
-def summary_text(out:SearchOutcome, validation:pd.DataFrame|None=None, decision:dict|None=None, *, link:str='', files:dict|None=None) -> str:
-    "Plain-text summary of a search: speed, ranking, references, landing, cost, recommendation, validation, files."
+SEARCH_HEADERS = {**report.SHORT_HEADERS, 'gpus': 'GPUs', 'limited_by': 'limited by', 'delta_band': 'Δ band', 'usd_per_mtok': 'USD/Mtok',
+                  'gpu_hours_day': 'GPU-h/day', 'vs_recipe_pct': 'vs recipe', 'requests': 'req', 'search_tok_s_per_gpu': 'search',
+                  'predicted_tok_s_per_gpu': 'predicted', 'live_tok_s_per_gpu': 'live', 'predicted_user_tok_s': 'pred. tok/s/user',
+                  'live_user_tok_s': 'live tok/s/user', 'live_target': 'target', 'live_engine': 'engine', 'live_provenance': 'provenance'}
+
+def search_table(df:pd.DataFrame|None, cols:list[str]) -> str:
+    "Rows of a search table as terminal text within 120 columns (short headers; columns with no value in any row are left out)."
+    if df is None or not len(df): return '(none)'
+    t = df[cols].assign(delta_band=df.delta_band.map(_band_text)) if 'delta_band' in cols else df[cols]
+    t = t[[c for c in t.columns if not t[c].map(lambda v: v is None or v == '' or (isinstance(v, float) and math.isnan(v))).all()]]
+    return report.text_table(t, drop=(), headers=SEARCH_HEADERS)
+
+def _prose(*parts:str) -> str:
+    "Summary sentences wrapped at 120 columns (paths and links unbroken)."
+    import textwrap
+    return textwrap.fill(''.join(parts), report.TERMINAL_WIDTH, subsequent_indent='  ', break_long_words=False, break_on_hyphens=False)
+
+def recommendation_text(out:SearchOutcome, decision:dict) -> str:
+    "What the search recommends: the search best (kept: its lead over the runner-up is beyond the band) or none, and the recipe when it is faster."
+    w, r = out.winner, out.reference
+    if not decision['keep']:
+        return f"Recommendation: NOT KEPT: no configuration is recommended ({decision['reason']}); the search best is written for inspection only"
+    below = w is not None and r is not None and w.output_tok_s_per_gpu < r.output_tok_s_per_gpu
+    return (f"Recommendation: KEPT: {w.label} leads the search ({decision['reason']})"
+            + (f"; the recipe's {r.label} is faster still (see where the search lands)" if below else ''))
+
+def summary_text(out:SearchOutcome, validation:pd.DataFrame|None=None, decision:dict|None=None, *, link:str='', files:dict|None=None,
+                 refused_csv:Path|None=None) -> str:
+    "Plain-text summary of a search within 120 columns: speed, ranking, references, landing, cost, recommendation, validation, files."
     sla, total, decision = out.sla, out.search_s + out.refine_s, decision or recommend(out.ranking)
-    def fmt(df, cols):
-        if df is None or not len(df): return '(none)'
-        return report.rounded(df[cols].assign(delta_band=df.delta_band.map(_band_text)) if 'delta_band' in cols else df[cols], drop=()).to_string(index=False)
     cols = ['label', 'gpus', 'output_tok_s_per_gpu', 'concurrency', 'limited_by', 'user_tok_s', 'ttft_p50_ms', 'band', 'delta_band', 'usd_per_mtok', 'gpu_hours_day', 'vs_recipe_pct']
-    band = out.ranking.band.dropna()
+    band, n_ref = out.ranking.band.dropna(), len(out.evaluator.refused)
+    seen = f' (their reasons: {refused_csv})' if n_ref and refused_csv is not None and Path(refused_csv).exists() else ''
     lines = [f'Deployment search: {out.space.recipe.display_name} ({out.model}) on the sim target, within {out.space.gpus} GPUs',
              f'SLA: >= {sla.min_output_tok_s_per_user:g} tok/s/user ({sla.user_speed_stat}) and TTFT {sla.ttft_stat} < {sla.max_ttft_ms:g} ms',
-             'Every number is SIMULATED (calibrated replay on B200 timing), not measured; '
-             + (f'error band on tok/s/GPU {_band_text(band.max())}' if len(band) else 'no error band on record for these simulator inputs'),
-             f'{out.strategy}: {out.trials} trials, {len(out.points)} points, {out.configs_evaluated} configurations in {total:.1f} s '
-             f'({out.configs_evaluated/total if total else 0:.2f} configurations/s; {out.requests} requests per point, seed {out.seed}); '
-             f'{len(out.evaluator.refused)} configurations refused (see search/refused.csv)',
-             '', 'Best configurations (SLA-constrained maximum; cost at the offered load):', fmt(out.ranking, cols),
-             '', "The recipe's topologies within the budget (same target, load and seed):", fmt(out.references, [c for c in cols if c != 'vs_recipe_pct']),
-             '', 'Where the search lands: ' + landing(out),
-             '', f'Cost: {out.usd_per_gpu_hour:g} USD per GPU-hour' + (' (the default, an ASSUMED price: pass --price)' if out.usd_per_gpu_hour == USD_PER_GPU_HOUR else '')
-             + (f'; offered load {out.load_tok_s:,.0f} output tok/s{_fleet(out)}' if out.load_tok_s else '') + '; $/Mtok = price / (tok/s/GPU x 3600) x 1e6; GPU-hours/day = whole copies x GPUs x 24',
-             '', 'Recommendation: ' + ('KEPT' if decision['keep'] else 'NOT KEPT') + f" ({decision['reason']})"]
+             _prose('Every number is SIMULATED (calibrated replay on B200 timing), not measured; ',
+                    f'error band on tok/s/GPU {_band_text(band.max())}' if len(band) else 'no error band on record for these simulator inputs'),
+             _prose(f'{out.strategy}: {out.trials} trials, {len(out.points)} points, {out.configs_evaluated} configurations in {total:.1f} s ',
+                    f'({out.configs_evaluated/total if total else 0:.2f} configurations/s; {out.requests} requests per point, seed {out.seed}); ',
+                    f'{n_ref} configurations refused{seen}'),
+             '', 'Best configurations (SLA-constrained maximum; cost at the offered load):', search_table(out.ranking, cols),
+             '', "The recipe's topologies within the budget (same target, load and seed):",
+             search_table(out.references, [c for c in cols if c != 'vs_recipe_pct']),
+             '', _prose('Where the search lands: ', landing(out)),
+             '', _prose(f'Cost: {out.usd_per_gpu_hour:g} USD per GPU-hour',
+                        ' (the default, an ASSUMED price: pass --price)' if out.usd_per_gpu_hour == USD_PER_GPU_HOUR else '',
+                        f'; offered load {out.load_tok_s:,.0f} output tok/s{_fleet(out)}' if out.load_tok_s else '',
+                        '; $/Mtok = price / (tok/s/GPU x 3600) x 1e6; GPU-hours/day = whole copies x GPUs x 24'),
+             '', _prose(recommendation_text(out, decision))]
     if validation is not None:
         vc = ['label', 'concurrency', 'requests', 'search_tok_s_per_gpu', 'predicted_tok_s_per_gpu', 'live_tok_s_per_gpu', 'ratio', 'predicted_user_tok_s',
               'live_user_tok_s', 'live_target', 'live_engine', 'live_provenance']
-        lines += ['', 'Live validation (predicted: the sim on the live run\'s workload; live: what the live target reported):', fmt(validation, vc)]
-    lines += [''] + [f'{k}: {p}' for k, p in (files or {}).items()] + ([f'MLflow: {link}'] if link else [])
+        lines += ['', _prose("Live validation (tok/s/GPU: the search's, the sim's prediction on the live run's workload, "
+                             "what the live target reported):"),
+                  search_table(validation, vc)]
+    names = {'winner': 'search best (' + ('recommended' if decision['keep'] else 'not recommended') + ')'}
+    lines += [''] + [f'{names.get(k, k)}: {p}' for k, p in (files or {}).items()] + ([f'MLflow: {link}'] if link else [])
     return '\n'.join(lines)
 
 # %% ../nbs/24a_search_run.ipynb #f475dc20
@@ -274,14 +313,14 @@ def run_search(model:str, *, gpus:int|None=None, sla:SLA|None=None, budget_s:flo
     sid = f"{model}-search-{content_hash(params, 6)}-{time.strftime('%Y%m%d-%H%M%S')}"
     folder = runs_dir()/sid
     est = max_trials or int(budget_s/(0.05 + 0.0015*requests))       # points the budget allows at about this cost per point (2 cores)
-    with progress.reporting(folder/progress.FILE, est, title=f'search {model} on sim ({budget_s:g} s budget; the count is an estimate)', show=show) as prog:
+    with progress.reporting(folder/progress.FILE, est, title=f'search {model} on sim ({budget_s:g} s budget)', show=show, budget_s=budget_s) as prog:
         out = search(model, gpus=gpus, sla=sla, budget_s=budget_s, requests=requests, seed=seed, top_k=top_k, overrides=overrides, restrict=restrict,
                      max_trials=max_trials, usd_per_gpu_hour=usd_per_gpu_hour, load_tok_s=load_tok_s, on_point=_progress_line(prog) if show else None,
                      storage=storage, study_name=study_name, workers=workers)
     tags = {'workbench.kind': 'search', 'workbench.target': 'sim', 'workbench.search': 'true'}
     with tracking.study_run(model, sid, params=params, tracking_uri=uri, tags=tags, run_name=f'search: {model}') as s:
         s.extra_tags = {k: v for k, v in s.extra_tags.items() if k not in ('workbench.kind', 'workbench.target')}   # children: points, each its own target
-        log_points(s, out); log_tables(s, out)
+        log_points(s, out); tables = log_tables(s, out, folder)
         files = {'chart': report.log_charts({'frontier': frontier_chart(out)}, folder, study=s)[0]}
         if out.winner is not None:
             files['winner'] = write_winner(out, folder/'winner', study=sid, overrides=overrides)['variant.yaml']
@@ -290,7 +329,7 @@ def run_search(model:str, *, gpus:int|None=None, sla:SLA|None=None, budget_s:flo
         decision = recommend(out.ranking, measured=dict(zip(val.variant_hash, val.live_tok_s_per_gpu)) if val is not None and len(val) else None)
         files['summary'] = folder/'summary.txt'
         link = layout.run_url(layout.ui_base(s.uri), s.experiment_id, s.run_id)
-        text = summary_text(out, val, decision, link=link, files=files)
+        text = summary_text(out, val, decision, link=link, files=files, refused_csv=tables['refused'])
         files['summary'].write_text(text + '\n')
         tracking.log_texts(s.client, s.run_id, {'summary.txt': text})
         tracking.log_batch(s.client, s.run_id, tags={'workbench.search.recommendation': ('kept: ' if decision['keep'] else 'not kept: ') + decision['reason'][:4000],

@@ -4,7 +4,7 @@
 
 # %% ../nbs/30a_store.ipynb #1ac49698
 from __future__ import annotations
-import errno, os, random, shutil, socket, sqlite3, subprocess, sys, time
+import errno, json, os, random, shutil, socket, sqlite3, subprocess, sys, time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -12,8 +12,9 @@ from .core import WorkbenchError, DiskFull, runs_dir, runs_root, content_hash, f
 from .validate import short, check_writable_dir
 
 # %% auto #0
-__all__ = ['RETRIES', 'STORE_SCHEMES', 'tracking_uri', 'sqlite_path', 'template_db', 'fresh_store', 'check_server', 'check_store',
-           'client', 'experiment_id', 'check_port']
+__all__ = ['RETRIES', 'STORE_SCHEMES', 'RESERVE_FILE', 'RESERVE_BYTES', 'FULL_DISK_LOG_BYTES', 'tracking_uri', 'sqlite_path',
+           'template_db', 'empty_store', 'fresh_store', 'check_server', 'check_store', 'client', 'experiment_id',
+           'reserve_path', 'Reserve', 'record_failed', 'settled_note', 'check_port']
 
 # %% ../nbs/30a_store.ipynb #940c33d6
 def tracking_uri(uri:str|None=None) -> str:
@@ -57,20 +58,23 @@ def template_db() -> Path:
             _migrate(tmp); tmp.replace(t)
     return t
 
+def empty_store(db:Path, op:str) -> WorkbenchError:
+    """The one line every command gives for a 0-byte store file: an empty (truncated, or touched) file is not an MLflow store, and
+    nothing replaces it on its own (it may be what is left of one); the fix deletes it, then a new store is created."""
+    return WorkbenchError(f'{db} is an empty file (0 bytes), not an MLflow store', op,
+                          f'delete it (rm {db}) and a new store is created on the next run, or point tracking_uri at a good store')
+
 def fresh_store(db) -> str:
-    "Copy the template to `db` (when absent) and return its `sqlite:///` URI."
+    "Copy the template to `db` (when absent) and return its `sqlite:///` URI; an empty (0-byte) file there is refused (`empty_store`)."
     db = Path(db).resolve()
-    empty = db.is_file() and db.stat().st_size == 0
-    if empty: print(f'note: {db} is an empty file (0 bytes): it becomes a new MLflow store', file=sys.stderr, flush=True)
-    if not db.exists() or empty:
+    if db.is_file() and db.stat().st_size == 0: raise empty_store(db, 'open the MLflow store')
+    if not db.exists():
         tmp = db.with_name(f'.{db.name}.{os.getpid()}.tmp')
         try:
             db.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(template_db(), tmp)
-            if empty and db.stat().st_size == 0: os.replace(tmp, db)       # an empty file is no store another process opened
-            else:
-                try: os.link(tmp, db)  # atomic create-if-absent: a store another process already opened is never replaced
-                except FileExistsError: pass
+            try: os.link(tmp, db)      # atomic create-if-absent: a store another process already opened is never replaced
+            except FileExistsError: pass
         except OSError as e: raise fs_error(e, 'create the MLflow store', db) from None
         finally: tmp.unlink(missing_ok=True)
     return f'sqlite:///{db}'
@@ -140,10 +144,7 @@ def _check_sqlite(db:Path, op:str, *, create:bool=True, timeout:float=5):
     try:
         with open(db, 'rb') as f: head = f.read(16)
     except OSError as e: raise fs_error(e, op, db) from None
-    if not head:                                         # an empty file: a store only once something writes one into it
-        if not create: raise WorkbenchError(f'{db} is an empty file (0 bytes): no MLflow store there yet', op,
-                                            'run a study first (workbench run MODEL), or pass the tracking URI of an existing store')
-        return
+    if not head: raise empty_store(db, op)               # the same line for run, compare, ui, ...: refused, left as it is
     if head != b'SQLite format 3\x00':
         raise WorkbenchError(f'{db} is corrupt: not an SQLite database (it starts with {short(head, 40)})', op, _CORRUPT_FIX)
     try:
@@ -208,6 +209,117 @@ def experiment_id(model:str, uri:str|None=None, *, create:bool=True) -> str|None
     except Exception as ex:
         if 'already exists' not in str(ex) and 'UNIQUE' not in str(ex): raise
         return _retry(c.get_experiment_by_name, model).experiment_id
+
+# %% ../nbs/30a_store.ipynb #8f5dce1f
+RESERVE_FILE, RESERVE_BYTES = 'reserve.jsonl', 8*2**20
+
+def reserve_path(study:str) -> Path:
+    "Where the `Reserve` of `study` lives (`runs/<study>/reserve.jsonl`); nothing is created."
+    return runs_root()/study/RESERVE_FILE
+
+def _settle(r:dict) -> bool:
+    "Write record `r` into its store unless it is there already; True when it was written now."
+    c = client(r['uri'])
+    if r['kind'] == 'point': return record_failed(c, r, once=True) is not None
+    run = _retry(c.get_run, r['run_id'])
+    if run.info.status != 'RUNNING' and not run.data.tags.get('workbench.failure', '').startswith('stale:'): return False
+    _retry(c.set_tag, r['run_id'], 'workbench.failure', r['cause']); _retry(c.set_terminated, r['run_id'], status='FAILED')
+    return True
+
+class Reserve:
+    """Room on the runs disk to record a study's failure when that disk fills up, and the records MLflow could not take yet (JSON
+    lines before the padding): `hold` at the start, `release(records)` on a full disk, `settle` at the end and on the next run."""
+    def __init__(self, path): self.path = Path(path)
+
+    def records(self) -> list[dict]:
+        "The records the file holds ([] for padding only, or no file); a line a full disk cut short is skipped."
+        try:
+            with open(self.path, 'rb') as f: head = f.read(2**20)
+        except OSError: return []
+        out = []
+        for l in (l for l in head.splitlines() if l.strip()):
+            try: out.append(json.loads(l))
+            except ValueError: pass
+        return out
+
+    def hold(self, size:int=RESERVE_BYTES) -> bool:
+        "Write `size` bytes of padding, unless the file holds records MLflow lacks; False when there is no room (or records are kept)."
+        if self.records(): return False
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, 'wb') as f:
+                for _ in range(max(1, size//2**20)): f.write(b' '*2**20)
+            return True
+        except OSError: self.path.unlink(missing_ok=True); return False
+
+    def release(self, records:list[dict]) -> bool:
+        "Write `records` after those held, over the padding (no new space needed), and free the rest; False when they could not be written."
+        data = b''.join(json.dumps(r, default=str).encode() + b'\n' for r in records)
+        try:
+            with open(self.path, 'r+b') as f:
+                head = f.read(2**20); end = len(head.rstrip(b' '))
+                if end and head[end-1:end] != b'\n': end = head.rfind(b'\n', 0, end) + 1     # drop a line cut short
+                f.seek(end); f.write(data); f.truncate(end + len(data))
+            return True
+        except FileNotFoundError: pass                   # no reserve was held: a new file, if the disk has room
+        except OSError: return False
+        try:
+            with open(self.path, 'ab') as f: f.write(data)
+            return True
+        except OSError: return False
+
+    def settle(self) -> list[dict]:
+        "Write into MLflow each record it lacks (a FAILED point, a parent run ended FAILED); the file goes once all are in. The records written now."
+        recs = self.records()
+        if not recs: self.path.unlink(missing_ok=True); return []
+        done, left = [], []
+        for r in recs:
+            try:
+                if _settle(r): done.append(r)
+            except Exception: left.append(r)             # the store still refuses (its disk is still full): kept for the next run
+        try:
+            if not left: self.path.unlink()
+            else:
+                data = b''.join(json.dumps(r, default=str).encode() + b'\n' for r in left)
+                with open(self.path, 'r+b') as f: f.write(data); f.truncate(len(data))
+        except OSError: pass
+        return done
+
+FULL_DISK_LOG_BYTES = 64*1024         # on a full disk, each process log attached to a failed point is cut to its last 64 KiB
+
+def _log_text(x, limit:int=2_000_000) -> str|None:
+    "A log given as text, or the last `limit` bytes of a log file (None when it cannot be read)."
+    if isinstance(x, str): return x[-limit:]
+    try:
+        with open(x, 'rb') as f: f.seek(max(0, os.path.getsize(x) - limit)); return f.read().decode(errors='replace')
+    except (OSError, TypeError): return None
+
+def record_failed(c, rec:dict, *, logs:dict|None=None, limit:int=2_000_000, once:bool=False) -> str|None:
+    """Write a failed-point record (`tracking.failed_point`) as a FAILED child run: the cause in `workbench.failure`, `error.txt` and
+    `logs` (name -> text, or -> a log file: its last `limit` bytes) under `logs/`; with `once`, nothing when the store has it already.
+    The new run's id (None when it was there)."""
+    from mlflow.entities import Param
+    tags, eid = rec['tags'], rec['experiment_id']
+    same = f"tags.`workbench.point_key` = '{tags['workbench.point_key']}'"
+    if once and any(r.info.start_time == rec['t'] for r in _retry(c.search_runs, [eid], same)): return None
+    rid = _retry(c.create_run, eid, run_name=rec['run_name'], tags=tags, start_time=rec['t']).info.run_id
+    try:
+        _retry(c.log_batch, rid, params=[Param(k, str(v)[:6000]) for k, v in list((rec.get('params') or {}).items())[:100]])
+        _retry(c.log_dict, rid, rec.get('settings') or {}, 'settings.json')
+        texts = {k: t for k, x in (logs or {}).items() if (t := _log_text(x, limit)) is not None}
+        for name, text in {'error.txt': rec.get('error') or tags['workbench.failure'], **texts}.items(): _retry(c.log_text, rid, text, f'logs/{name}')
+    except Exception: pass                               # a full disk may refuse these: the failure tag says why
+    _retry(c.set_terminated, rid, status='FAILED')
+    return rid
+
+def settled_note(study:str, done:list[dict]) -> str|None:
+    "What `Reserve.settle` wrote into MLflow for an earlier run of `study` (its failed points, its parent ended FAILED), in one line."
+    if not done: return None
+    pts = [r for r in done if r['kind'] == 'point']
+    what = [f'{len(pts)} point(s) FAILED' if pts else '', 'its parent run ended FAILED' if len(done) > len(pts) else '']
+    cause = pts[0]['tags']['workbench.failure'] if pts else done[0]['cause']
+    return (f'the last run of {study} could not write to MLflow while its disk was full; recorded now: '
+            f'{" and ".join(x for x in what if x)} ({cause[:200]})')
 
 # %% ../nbs/30a_store.ipynb #0c404fbc
 def check_port(port, op:str='start the MLflow UI') -> int:

@@ -4,30 +4,30 @@
 
 # %% ../nbs/32_study.ipynb #a947a1d4
 from __future__ import annotations
-import json, math, os, re, socket, time, traceback
+import math, os, re, socket, textwrap, time, traceback
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 from .core import WorkbenchError, DiskFull, content_hash, runs_dir, runs_root, is_disk_full, sweep_tmp, fs_error, mem_available
-from .validate import check_slug, short
+from .validate import check_slug, short, check_study_inputs, check_reach, check_memory
 from .recipes import Recipe, load_recipe
 from .variants import Variant, GROUPS, recipe_variant, baseline, variant
 from .manifests import render_all, to_yaml
-from .results import BenchResult, SLA, sla_verdict, user_tok_s
+from .results import BenchResult, SLA, sla_verdict, user_tok_s, is_finding
 from .checks import Verdict, gate
 from .targets.registry import TARGETS, get_target
 from .targets.base import Target, plain_options
-from . import tracking, report, layout, progress, reproduce
+from . import tracking, report, layout, progress, reproduce, findings as fd
 from .lock import study_lock, lock_path, lock_holder
 
 # %% auto #0
-__all__ = ['KV_EVENTS', 'RUN_CONTROL', 'MAX_CONCURRENCIES', 'MAX_CANDIDATES', 'generic_candidates', 'candidates', 'Planned',
-           'plan_study', 'point_key', 'StudyOutcome', 'StudyArgs', 'study_id', 'study_params', 'CheckedStudy',
-           'check_study', 'run_study', 'resume_note', 'results_table', 'sla_best_table', 'best_per_group',
-           'published_vs_reproduced', 'excluded_table', 'recipe_summary', 'study_intro', 'sla_text', 'study_deltas',
-           'study_charts', 'summary_text']
+__all__ = ['KV_EVENTS', 'RUN_CONTROL', 'generic_candidates', 'candidates', 'Planned', 'plan_study', 'point_key', 'StudyOutcome',
+           'StudyArgs', 'study_id', 'study_params', 'CheckedStudy', 'check_study', 'run_study', 'resume_note',
+           'results_table', 'sla_best_table', 'best_per_group', 'published_vs_reproduced', 'excluded_table',
+           'recipe_summary', 'study_intro', 'sla_text', 'study_deltas', 'study_charts', 'study_findings',
+           'summary_text']
 
 # %% ../nbs/32_study.ipynb #23a86e20
 KV_EVENTS = {'enable_kv_cache_events': True, 'publisher': 'zmq', 'topic': 'kv-events', 'endpoint': 'tcp://*:20080'}
@@ -89,31 +89,19 @@ def point_key(v:Variant, target:Target, concurrency:int, *, request_count:int|No
     return tracking.point_key(model=v.recipe.id, variant_hash=v.hash, target=target.name, fp=target.fingerprint(v),
                               concurrency=concurrency, request_count=request_count, seed=seed, study=study)
 
-def _log_text(x, limit:int=2_000_000) -> str|None:
-    "A log given as text, or the last `limit` bytes of a log file (None when it cannot be read)."
-    if isinstance(x, str): return x
-    try:
-        with open(x, 'rb') as f: f.seek(max(0, os.path.getsize(x) - limit)); return f.read().decode(errors='replace')
-    except (OSError, TypeError): return None
-
-def _log_failure(s, run_id:str, err:str, logs:dict):
-    "Attach the full error (`error.txt`) and the process logs (`logs`: artifact name -> text, or -> path of a log file) to a failed point's run."
-    texts = {k: t for k, x in logs.items() if (t := _log_text(x)) is not None}
-    tracking.log_texts(s.client, run_id, {'error.txt': err, **texts}, 'logs')
-
 def _failed_point(s, v:Variant, key:str, c:int, *, group:str, target:Target, err:str, logs:dict, e:BaseException|None=None,
-                  label:str|None=None):
-    "Record a failed point as a FAILED child run: the cause of `e` as its `workbench.failure` tag, the full error and the process logs as artifacts (best effort)."
+                  label:str|None=None) -> str|None:
+    """Record a failed point as a FAILED child run: the cause of `e` as its `workbench.failure` tag, the full error and the process logs
+    (`logs`: name -> text or log file) as artifacts. On a full disk its record goes into the study's reserve first, which frees the room
+    MLflow needs. Where it went: 'store', 'reserve' (the next run writes it into MLflow), or None (it could not be recorded)."""
     e = e or WorkbenchError(err.strip().splitlines()[-1][:300] if err.strip() else 'failed', f'run {v.name} at c{c}', 'see the logs artifact')
-    try:
-        with tracking.point_run(s, key=key, variant=v.name, concurrency=c, settings=v.settings(), group=group, variant_hash=v.hash,
-                                target=target.name, recipe_version=v.recipe.recipe_version, image=v.image, check='not run',
-                                label=label, params=layout.point_params(v, c, group=group)) as p:
-            try: _log_failure(s, p.run_id, err, logs)
-            except Exception: pass                      # a full disk may refuse the logs; the failure tag below still says why
-            raise e
-    except BaseException as x:
-        if x is not e and not isinstance(x, Exception): raise
+    rec = tracking.failed_point(s, key=key, variant=v.name, concurrency=c, group=group, variant_hash=v.hash, target=target.name,
+                                cause=tracking.failure_text(e), recipe_version=v.recipe.recipe_version, image=v.image, label=label,
+                                params=layout.point_params(v, c, group=group), settings=v.settings(), error=err)
+    full = is_disk_full(e)
+    kept = full and s.reserve is not None and s.reserve.release([rec])
+    try: tracking.record_failed(s.client, rec, logs=logs, limit=tracking.FULL_DISK_LOG_BYTES if full else 2_000_000); return 'store'
+    except Exception: return 'reserve' if kept else None
 
 # %% ../nbs/32_study.ipynb #8560b077
 class StudyOutcome(BaseModel):
@@ -128,13 +116,24 @@ class StudyOutcome(BaseModel):
     verdicts: list[Verdict] = []
     refused: list[tuple[str, str]] = []
     failed: list[tuple[str, int, str]] = []
+    planned: int = 0                    # points of the plan (variants x concurrencies): each is ran, reused or failed, or not run (a stop)
     reused: int = 0
     ran: int = 0
+    sla_ran: int = 0                    # SLA-maximum points run beside the plan (targets that search for them: the sim), ...
+    sla_reused: int = 0                 # ... and read back from MLflow
     notes: list[str] = []               # what the run said about itself (stale runs marked FAILED, a resume): summary.txt repeats them
     sla_best: dict[str, dict] = {}      # variant hash -> its SLA-constrained best (targets that search for it: the sim)
     run_id: str|None = None
     experiment_id: str|None = None
     tracking_uri: str|None = None
+
+    def tally(self) -> str:
+        "The study's counts in one line, as the progress lines, the summary and the report give them (`_count` moves them)."
+        left = self.planned - self.ran - self.reused - len(self.failed)
+        out = (f'{self.planned} point(s) planned: {self.ran} ran now, {self.reused} reused from MLflow, {len(self.failed)} failed'
+               + (f', {left} not run (the study stopped)' if left > 0 else ''))
+        n = self.sla_ran + self.sla_reused
+        return out + (f'; and {n} SLA-maximum point(s) beside them ({self.sla_ran} ran now, {self.sla_reused} reused)' if n else '')
 
 class StudyArgs(BaseModel):
     "One study's checked inputs, as `run_study` hands them to its steps."
@@ -179,11 +178,16 @@ def check_study(model:str, *, target:Target|str='sim', topology:str|None=None, g
     "Check a study's recipe, parameters, plan, memory and target (its `preflight`) before anything is created; `run_study` and the CLI both call it."
     if study is not None: check_slug(study, 'study id', 'check study parameters')
     recipe = load_recipe(model)
-    _check_inputs(groups, concurrencies, request_count, seed, custom=custom)
+    check_study_inputs(groups, concurrencies, request_count, seed, custom=custom, known=GROUPS)
     plan = plan_study(recipe, topology, groups, overrides, custom=custom)
     _check_custom(plan, custom)
+    tops = dict.fromkeys(p.variant.topology_name for p in plan if p.variant)
+    bench = {t: recipe.benchmarks.get(t) or recipe.benchmarks[recipe.default_topology] for t in tops}
+    sizes = {t: (request_count or b.request_count, concurrencies or b.concurrency) for t, b in bench.items()}   # a point's requests, its levels
+    check_reach(concurrencies, {t: n for t, (n, _) in sizes.items()})
     target = get_target(target, **(target_options or {})) if isinstance(target, str) else target
-    _check_memory(target, recipe, plan, concurrencies=concurrencies, request_count=request_count)
+    check_memory(getattr(target, 'memory_estimate', None), [(n, c) for n, cs in sizes.values() for c in cs], where=f'the {target.name} target',
+                 avail=mem_available())
     target.preflight()
     return CheckedStudy(recipe, plan, target)
 
@@ -200,7 +204,7 @@ def run_study(model:str, *, target:Target|str='sim', topology:str|None=None, gro
     target.configure(study=sid, request_count=request_count, seed=seed)
     args = StudyArgs(model=model, recipe=recipe, plan=plan, target=target, params=params, study=sid, concurrencies=concurrencies,
                      request_count=request_count, seed=seed, tracking_uri=tracking_uri, rerun_failed=rerun_failed, progress=progress)
-    tracking.check_server(tracking.tracking_uri(tracking_uri))   # a server that is down or refuses the password: before the lock
+    tracking.check_store(tracking_uri)         # a server that is down or refuses the password, an empty or corrupt file: before the lock
     with study_lock(sid, tracking_uri):
         try: return _run_locked(args)
         finally: target.teardown()
@@ -210,7 +214,8 @@ def _run_locked(a:StudyArgs) -> StudyOutcome:
     model, target, uri = a.model, a.target, a.tracking_uri
     out = StudyOutcome(model=model, study=a.study, target=target.name, sla=a.recipe.sla,
                        refused=[(p.name, p.refused) for p in a.plan if p.refused])
-    todo = [p for p in a.plan if p.variant]
+    todo, reserve = [p for p in a.plan if p.variant], tracking.Reserve(tracking.reserve_path(a.study))
+    if note := tracking.settled_note(a.study, reserve.settle()): out.notes.append(note); print(note)   # a full disk's records: first
     prev = tracking.find_study(model, a.study, tracking_uri=uri)
     stale = tracking.mark_stale_runs([model], tracking_uri=uri)
     if stale:
@@ -218,65 +223,30 @@ def _run_locked(a:StudyArgs) -> StudyOutcome:
         print(out.notes[-1])
     if prev is not None and prev.info.run_id in stale and (left := target.recover(a.study)):
         print(f'removed what the killed run of {a.study} left on the {target.name} target: {", ".join(left)}')
-    with tracking.study_run(model, a.study, params=a.params, tracking_uri=uri, tags={'workbench.target': target.name}) as s:
-        out.run_id, out.experiment_id, out.tracking_uri = s.run_id, s.experiment_id, s.uri
-        for t, v in {p.variant.topology_name: p.variant for p in todo}.items():   # what each topology's points rest on (e.g. a calibration)
-            if (prov := target.provenance(v)) is not None:
-                tracking.log_calibration(s.client, s.run_id, prov, name='calibration' if t == todo[0].variant.topology_name else f'calibration_{t}')
-        concs = {p.variant.name: a.concurrencies or a.recipe.benchmarks[p.variant.topology_name].concurrency for p in todo}
-        if hasattr(target, 'progress'): target.progress = False     # the study reports each point itself (progress.FILE, widget or lines)
-        with progress.reporting(runs_dir()/a.study/progress.FILE, sum(map(len, concs.values())), title=f'{model} on {target.name}',
-                                show=a.progress) as prog:
-            for p in todo: _run_variant(s, a, p, concs[p.variant.name], out=out, prog=prog)
-    if prev is not None or out.reused: out.notes.append(resume_note(out)); print(out.notes[-1])
+    reserve.hold()                          # room to record a failure if the disk fills up (`tracking.Reserve`)
+    try:
+        with tracking.study_run(model, a.study, params=a.params, tracking_uri=uri, tags={'workbench.target': target.name}) as s:
+            out.run_id, out.experiment_id, out.tracking_uri, s.reserve = s.run_id, s.experiment_id, s.uri, reserve
+            for t, v in {p.variant.topology_name: p.variant for p in todo}.items():   # what each topology's points rest on (e.g. a calibration)
+                if (prov := target.provenance(v)) is not None:
+                    name = 'calibration' if t == todo[0].variant.topology_name else f'calibration_{t}'
+                    tracking.log_calibration(s.client, s.run_id, prov, name=name)
+            concs = {p.variant.name: a.concurrencies or a.recipe.benchmarks[p.variant.topology_name].concurrency for p in todo}
+            out.planned, stored = sum(map(len, concs.values())), tracking.sla_maxima(s.client, s.run_id)
+            if hasattr(target, 'progress'): target.progress = False     # the study reports each point itself (progress.FILE, widget or lines)
+            with progress.reporting(runs_dir()/a.study/progress.FILE, out.planned, title=f'{model} on {target.name}', show=a.progress) as prog:
+                for n in out.notes if not prog.echo else []: prog.phase(n)      # `workbench run` shows them (they were printed here)
+                for p in todo: _run_variant(s, a, p, concs[p.variant.name], out=out, prog=prog, stored=stored)
+    finally: reserve.settle()               # what MLflow did not take when the disk filled: written now if it can be, else on the next run
+    if prev is not None or out.reused or out.sla_reused: out.notes.append(resume_note(out)); print(out.notes[-1])
     return out
 
 def resume_note(out:StudyOutcome) -> str:
-    "One line saying what a resumed study reused, ran and skipped."
+    "One line saying what a resumed study reused, ran and skipped (the counts of `StudyOutcome.tally`)."
     skipped = sum(1 for *_, r in out.failed if r.startswith('failed earlier'))
     return (f'study {out.study} resumed: {out.reused} point(s) already FINISHED in MLflow were reused, not re-run; {out.ran} ran now'
+            + (f' (and {out.sla_reused} SLA-maximum point(s) read back, {out.sla_ran} searched now)' if out.sla_ran + out.sla_reused else '')
             + (f'; {skipped} point(s) that failed earlier were skipped (pass rerun_failed=True to retry them)' if skipped else ''))
-
-MAX_CONCURRENCIES, MAX_CANDIDATES = 32, 100      # per study: concurrency levels, and custom candidates per group
-
-def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
-
-def _check_inputs(groups, concurrencies, request_count, seed, *, custom=None):
-    "Refuse unknown groups, malformed custom candidates and non-positive concurrencies or request counts before anything starts."
-    op = 'check study parameters'
-    if custom is not None and not isinstance(custom, dict): raise WorkbenchError(f'custom = {short(custom)} is not a dict', op, "write custom as {group: [{setting: value}, ...]}")
-    for g, chs in (custom or {}).items():
-        if not isinstance(chs, list) or not all(isinstance(ch, dict) for ch in chs):
-            raise WorkbenchError(f'custom[{short(g, 40)}] = {short(chs)} is not a list of changes', op, f"write custom as {{group: [{{setting: value}}, ...]}}, e.g. {{'cache': [{{'block_size': 64}}]}}")
-        if len(chs) > MAX_CANDIDATES: raise WorkbenchError(f'custom[{short(g, 40)}] has {len(chs)} candidates (at most {MAX_CANDIDATES})', op, 'split the study')
-    if groups is not None and not isinstance(groups, (list, tuple)): raise WorkbenchError(f'groups = {short(groups)} is not a list', op, f'give a list among {list(GROUPS)}')
-    bad = [g for g in (groups or []) if g not in GROUPS]
-    if bad: raise WorkbenchError(f'unknown setting group(s) {short(bad)}', op, f'use groups among {list(GROUPS)}')
-    if concurrencies is not None and not isinstance(concurrencies, (list, tuple)): raise WorkbenchError(f'concurrencies = {short(concurrencies)} is not a list', op, 'give a list such as [1, 8, 32]')
-    for c in concurrencies or []:
-        if not _is_int(c) or c < 1: raise WorkbenchError(f'concurrency {short(c, 40)} in {short(concurrencies)}', op, 'give concurrencies as positive integers, e.g. [1, 8, 32]')
-    if len(concurrencies or []) > MAX_CONCURRENCIES: raise WorkbenchError(f'{len(concurrencies)} concurrencies (at most {MAX_CONCURRENCIES})', op, 'pick fewer levels, e.g. [1, 8, 32]')
-    if request_count is not None and (not _is_int(request_count) or request_count < 1):
-        raise WorkbenchError(f'request_count {short(request_count, 40)}', op, 'give a positive integer, e.g. 200 (or None for the recipe default)')
-    if not _is_int(seed): raise WorkbenchError(f'seed {short(seed, 40)}', op, 'give an integer seed')
-
-def _size(b:float) -> str: return f'{b/2**30:,.1f} GiB' if b >= 2**30 else f'{b/2**20:,.0f} MiB'
-
-def _check_memory(target, recipe:Recipe, plan:list, *, concurrencies, request_count):
-    "Refuse a point whose memory estimate (the target's `memory_estimate`) is over half of what this machine has available, naming the numbers."
-    est, avail = getattr(target, 'memory_estimate', None), mem_available()
-    if est is None or not avail: return
-    for t in dict.fromkeys(p.variant.topology_name for p in plan if p.variant):
-        b = recipe.benchmarks.get(t) or recipe.benchmarks[recipe.default_topology]
-        n = request_count or b.request_count
-        for c in concurrencies or b.concurrency:
-            need = est(n, c)
-            if need <= avail/2: continue
-            per = max(1, est(n + 1, c) - need)
-            most = max(0, int((avail/2 - est(0, c))//per))
-            raise WorkbenchError(f'request_count {n:,} at concurrency {c:,} needs about {_size(need)} of memory on the {target.name} target '
-                                 f'(its estimate), more than half of the {_size(avail)} available', 'check study parameters',
-                                 f'lower request_count (at most about {most:,} here) or the concurrency' if most else 'lower the concurrency')
 
 def _check_custom(plan:list[Planned], custom:dict|None):
     "A candidate the user wrote (`custom`) that the variant rules refuse stops the study before it starts, with the reason."
@@ -294,22 +264,28 @@ def _teller(prog, label:str):
         prog.point(f'{label} @c{c}', status=status, concurrency=c, reason=reason[:300], **nums)
     return tell
 
-def _run_variant(s, a:StudyArgs, p:Planned, concs, *, out:StudyOutcome, prog=None):
-    "Run, check and log the missing points of one planned variant, reporting each point to `prog`."
+def _count(out:StudyOutcome, tell, name:str, c:int, *, status:str, r:BenchResult|None=None, reason:str=''):
+    "Count one planned point of `name` in `out` (ran, reused or failed) and `tell` it: the one place the tally moves, so every count agrees."
+    if status == 'failed': out.failed.append((name, c, reason))
+    elif status == 'reused': out.results.append(r); out.reused += 1
+    else: out.results.append(r); out.ran += 1
+    if tell is not None: tell(c, status, r, reason)
+
+def _run_variant(s, a:StudyArgs, p:Planned, concs, *, out:StudyOutcome, prog=None, stored:dict|None=None):
+    "Run, check and log the missing points of one planned variant, reporting each point to `prog` (`stored`: the study's SLA maxima so far)."
     v, target, uri = p.variant, a.target, a.tracking_uri
     lab = layout.label(p.group, p.changes, v.name)
     out.meta[v.hash] = {'group': p.group, 'topology': v.topology_name, 'base': v.base, 'label': lab}
     keys = {c: point_key(v, target, c, request_count=a.request_count, seed=a.seed, study=s.study) for c in concs}
-    missing, reused, tell = [], [], _teller(prog, lab)
+    missing, reused, tell, stored = [], [], _teller(prog, lab), {} if stored is None else stored
     for c, k in keys.items():
         run = tracking.find_point(v.recipe.id, k, tracking_uri=uri)
         if run is None: missing.append(c); continue
-        out.results.append(r := tracking.point_result(run, tracking_uri=uri)); out.reused += 1; reused.append(run); tell(c, 'reused', r)
+        reused.append(run); _count(out, tell, v.name, c, status='reused', r=tracking.point_result(run, tracking_uri=uri))
     if not missing:
-        out.verdicts.append(_stored_verdict(v, reused)); _sla_best(s, a, p, out, prog=prog); return
+        out.verdicts.append(_stored_verdict(v, reused)); _sla_best(s, a, p, out, prog=prog, stored=stored); return
     if not a.rerun_failed and _has_failed(v.recipe.id, [keys[c] for c in missing], uri):
-        out.failed += [(v.name, c, 'failed earlier; pass rerun_failed=True to retry') for c in missing]
-        for c in missing: tell(c, 'failed', reason='failed earlier: skipped (rerun_failed=True retries it)')
+        for c in missing: _count(out, tell, v.name, c, status='failed', reason='failed earlier; skipped (pass rerun_failed=True to retry it)')
         return
     manifests, t0 = {'manifests.yaml': to_yaml(render_all(v, s.study))}, int(time.time()*1000)
     try:
@@ -330,22 +306,27 @@ def _run_variant(s, a:StudyArgs, p:Planned, concs, *, out:StudyOutcome, prog=Non
         except Exception as e:
             if not is_disk_full(e): raise
             _record_failure(s, p, {r.concurrency: keys[r.concurrency]}, e, target=target, out=out, label=lab, tell=tell)
-        out.results.append(r); out.ran += 1; tell(r.concurrency, 'ran' if r.modelled else 'not modelled', r)
-    _sla_best(s, a, p, out, check=verdict.status, manifests=manifests, prog=prog)
+        _count(out, tell, v.name, r.concurrency, status='ran' if r.modelled else 'not modelled', r=r)
+    _sla_best(s, a, p, out, check=verdict.status, manifests=manifests, prog=prog, stored=stored)
+
+def _why(e:BaseException) -> str:
+    "What a full disk said, in one short line (a WorkbenchError's own what, not its fix)."
+    t = next((l.strip() for l in str(e.what if isinstance(e, WorkbenchError) else e).splitlines() if l.strip()), type(e).__name__)
+    return t if len(t) <= 120 else t[:117] + '...'
 
 _DISK_FIX = ('free space (or point $WORKBENCH_RUNS at a larger disk), then run the same command with -p rerun_failed=True: finished points are '
             'kept, only the failed ones run again')
 
-def _sla_best(s, a:StudyArgs, p:Planned, out:StudyOutcome, *, check:str|None=None, manifests:dict|None=None, prog=None):
-    "The variant's SLA-constrained best, when the target searches for it (sim): found once, its point logged, the summary kept on the parent run."
-    v, tag = p.variant, f'workbench.sla_max.{p.variant.hash}'
-    stored = tracking.client(a.tracking_uri).get_run(s.run_id).data.tags.get(tag)
-    if stored: _reuse_sla_best(s, a, v, out, best=json.loads(stored)); return
+def _sla_best(s, a:StudyArgs, p:Planned, out:StudyOutcome, *, check:str|None=None, manifests:dict|None=None, prog=None, stored:dict):
+    """The variant's SLA-constrained best, when the target searches for it (sim): found once, its point logged beside the plan, and
+    `stored` (every variant's, as the parent run's `sla_max.json`) kept up to date."""
+    v = p.variant
+    if v.hash in stored: _reuse_sla_best(s, a, v, out, best=stored[v.hash]); return
     lab = out.meta.get(v.hash, {}).get('label', v.name)
     try: m = a.target.sla_max(v, a.recipe.sla)
     except (OSError, DiskFull) as e:             # no point is in flight: the search itself hit the full disk, and says so
         if isinstance(e, DiskFull) or is_disk_full(e): sweep_tmp(runs_dir()); raise DiskFull(f'no space left on a disk the study writes to, while {lab} searched its SLA maximum '
-                                                                      f'({short(str(e), 120)})', 'run the study', _DISK_FIX) from None
+                                                                      f'({_why(e)})', 'run the study', _DISK_FIX) from None
         raise
     if m is None: return
     r = m.point
@@ -355,15 +336,21 @@ def _sla_best(s, a:StudyArgs, p:Planned, out:StudyOutcome, *, check:str|None=Non
             'point_concurrency': r.concurrency if r else None}
     if r is not None and not any(x.variant_hash == v.hash and x.concurrency == r.concurrency for x in out.results):
         key = point_key(v, a.target, r.concurrency, request_count=a.request_count, seed=a.seed, study=s.study)
-        tracking.log_point(s, r, v.recipe.sla, settings=v.settings(), group=p.group, key=key, recipe_version=v.recipe.recipe_version,
-                           image=v.image, check=check or 'not run', manifests=manifests or {}, label=lab,
-                           params=layout.point_params(v, r.concurrency, group=p.group, changes=p.changes, request_count=a.request_count, seed=a.seed),
-                           dataset=layout.workload_dataset(v, a.target.name, request_count=a.request_count, seed=a.seed, generated=r.extra.get('workload')),
-                           bundle=reproduce.point_bundle(v, r, a.target, request_count=a.request_count, seed=a.seed, study=s.study,
-                                                         manifests=(manifests or {}).get('manifests.yaml')))
-        out.results.append(r.model_copy(update={'extra': {**r.extra, 'sla_max_point': True}})); out.ran += 1   # ran here: a point beside the plan
-    out.sla_best[v.hash] = best
-    tracking.log_batch(s.client, s.run_id, tags={tag: json.dumps(best)})
+        n, seed, mf = a.request_count, a.seed, (manifests or {}).get('manifests.yaml')
+        try:
+            tracking.log_point(s, r, v.recipe.sla, settings=v.settings(), group=p.group, key=key, recipe_version=v.recipe.recipe_version,
+                               image=v.image, check=check or 'not run', manifests=manifests or {}, label=lab,
+                               params=layout.point_params(v, r.concurrency, group=p.group, changes=p.changes, request_count=n, seed=seed),
+                               dataset=layout.workload_dataset(v, a.target.name, request_count=n, seed=seed, generated=r.extra.get('workload')),
+                               bundle=reproduce.point_bundle(v, r, a.target, request_count=n, seed=seed, study=s.study, manifests=mf),
+                               extra_tags={'workbench.sla_max_point': 'true'})
+        except Exception as e:                    # its run ends FAILED with the study (tagged beside the plan: no planned point failed)
+            if not is_disk_full(e): raise
+            sweep_tmp(runs_dir()); raise DiskFull(f'no space left on a disk the study writes to, while {lab} logged the point of its SLA maximum '
+                                                  f'(c{r.concurrency}; {_why(e)})', 'run the study', _DISK_FIX) from None
+        out.results.append(r.model_copy(update={'extra': {**r.extra, 'sla_max_point': True}})); out.sla_ran += 1   # a point beside the plan
+    out.sla_best[v.hash] = stored[v.hash] = best
+    tracking.log_sla_maxima(s.client, s.run_id, stored)
     if prog is not None:
         at = '' if m.concurrency is None else f'c{m.concurrency:.1f}' + (f', interpolated from the run at c{r.concurrency}' if r is not None and abs(m.concurrency - r.concurrency) > 0.05 else '')
         got = 'no concurrency meets the SLA' if m.output_tok_s_per_gpu is None else f'{m.output_tok_s_per_gpu:.1f} tok/s/GPU at {at} (limited by {m.limited_by})'
@@ -377,20 +364,22 @@ def _reuse_sla_best(s, a:StudyArgs, v, out:StudyOutcome, *, best:dict):
     run = tracking.find_point(v.recipe.id, point_key(v, a.target, c, request_count=a.request_count, seed=a.seed, study=s.study), tracking_uri=a.tracking_uri)
     if run is None: return
     r = tracking.point_result(run, tracking_uri=a.tracking_uri)
-    out.results.append(r.model_copy(update={'extra': {**r.extra, 'sla_max_point': True}})); out.reused += 1
+    out.results.append(r.model_copy(update={'extra': {**r.extra, 'sla_max_point': True}})); out.sla_reused += 1
+
+_KEPT = {'store': 'recorded FAILED', 'reserve': 'kept to be recorded FAILED (the store could not be written: the next run writes it)',
+         None: 'not recorded (the store could not be written: the next run runs it again)'}
 
 def _record_failure(s, p:Planned, keys:dict[int, str], e:Exception, *, target:Target, out:StudyOutcome, label:str|None=None, tell=None):
     "Record the points `keys` ({concurrency: point key}) as FAILED with the cause of `e` and its logs, and report each (`tell`); a full disk then stops the study (DiskFull)."
-    v, err, cause = p.variant, traceback.format_exc(), tracking.failure_text(e)
-    for c, k in keys.items():
-        _failed_point(s, v, k, c, group=p.group, target=target, err=err, logs=getattr(e, 'logs', None) or {}, e=e, label=label)
-        out.failed.append((v.name, c, cause))
-        if tell is not None: tell(c, 'failed', reason=cause)
-    if isinstance(e, DiskFull) or is_disk_full(e):
-        sweep_tmp(runs_dir())                             # this process's half-written temporary files
+    v, err, cause, full = p.variant, traceback.format_exc(), tracking.failure_text(e), isinstance(e, DiskFull) or is_disk_full(e)
+    if full: sweep_tmp(runs_dir())                        # this process's half-written temporary files
+    kept = [_failed_point(s, v, k, c, group=p.group, target=target, err=err, logs=getattr(e, 'logs', None) or {}, e=e, label=label)
+            for c, k in keys.items()]
+    for c in keys: _count(out, tell, v.name, c, status='failed', reason=cause)
+    if full:
+        said = _KEPT[max(kept, key=list(_KEPT).index)]     # the worst of them
         raise DiskFull(f'no space left on a disk the study writes to, while {v.name} ran at c{", c".join(map(str, keys))} '
-                       f'({short(str(e).splitlines()[0] if str(e) else type(e).__name__, 120)}); that point is recorded FAILED and the study stopped',
-                       'run the study', _DISK_FIX) from None
+                       f'({_why(e)}); that point is {said}, and the study stopped', 'run the study', _DISK_FIX) from None
 
 def _has_failed(model:str, keys:list[str], uri) -> bool:
     "True when any of these (unfinished) point keys has a run that failed by itself; runs FAILED as stale (their process was killed) do not count."
@@ -460,18 +449,21 @@ def best_per_group(out:StudyOutcome) -> pd.DataFrame:
         band = None if b is None or pd.isna(b.delta_band) else 100*b.delta_band
         rows.append(dict(group=g, best_variant=None if b is None else b.variant, concurrency=None if b is None else b.concurrency,
                          output_tok_s_per_gpu=None if b is None else b.output_tok_s_per_gpu, delta_pct=delta, band_pct=band,
-                         finding=None if delta is None or band is None or g == 'recipe' else abs(delta) > band,
+                         finding=None if delta is None or band is None or g == 'recipe' else bool(is_finding(delta/100, band/100)),
                          limited_by=None if b is None else b.limited_by, provenance=None if b is None else b.provenance,
                          variants=len(d), not_modelled=int((~d.modelled).sum())))
     return pd.DataFrame(rows)
 
 # %% ../nbs/32_study.ipynb #18953853
-def _published_rows(pp, df:pd.DataFrame) -> tuple[pd.DataFrame, int|None, str]:
-    "Points matching published point `pp` (same lineage and topology; its concurrency, or the highest run)."
+def _published_rows(pp, df:pd.DataFrame, protocol:list[int]|None=None) -> tuple[pd.DataFrame, int|None, str]:
+    """Points matching published point `pp` (same lineage and topology) at its concurrency; a published maximum, as its benchmark took it:
+    the best passing point of the benchmark's concurrencies (`protocol`), else (a searched maximum) the highest run."""
     groups = ['recipe', 'topology'] if pp.label == 'recipe' else ['baseline']
     sel = df[df.group.isin(groups) & (df.topology == pp.topology) & (df.base == pp.label)] if len(df) else df
     conc, note = pp.concurrency, ''
-    if conc is None and len(sel): conc, note = int(sel.concurrency.max()), 'concurrency not published: highest run'
+    ok = sel[sel.concurrency.isin(protocol or []) & (sel.sla_passed == True)] if len(sel) and 'sla_passed' in sel else sel.iloc[:0]
+    if conc is None and len(ok): conc, note = int(ok.loc[ok.output_tok_s_per_gpu.astype(float).idxmax(), 'concurrency']), 'maximum: best passing of the benchmark\'s concurrencies'
+    elif conc is None and len(sel): conc, note = int(sel.concurrency.max()), 'concurrency not published: highest run'
     return (sel[sel.concurrency == conc] if len(sel) else sel), conc, note
 
 def published_vs_reproduced(out:StudyOutcome, recipe:Recipe|None=None) -> pd.DataFrame:
@@ -479,7 +471,8 @@ def published_vs_reproduced(out:StudyOutcome, recipe:Recipe|None=None) -> pd.Dat
     recipe = recipe or load_recipe(out.model)
     df, rows = results_table(out), []
     for pp in recipe.published:
-        sel, conc, note = _published_rows(pp, df)
+        b = recipe.benchmarks.get(pp.topology)
+        sel, conc, note = _published_rows(pp, df, None if b is None or b.maximum == 'search' else b.concurrency)
         res = next((r for r in out.results if len(sel) and r.variant_hash == sel.variant_hash.iloc[0] and r.concurrency == conc), None)
         for metric, pub, key in [('output_tok_s_per_gpu', pp.output_tok_s_per_gpu, 'output_token_throughput'),
                                  ('user_tok_s', pp.user_tok_s, 'output_token_throughput_per_user'), ('ttft_p50_ms', pp.ttft_p50_ms, 'time_to_first_token')]:
@@ -580,19 +573,25 @@ def study_charts(out:StudyOutcome, recipe:Recipe, folder) -> dict:
     return charts
 
 # %% ../nbs/32_study.ipynb #b46b71d5
+def study_findings(out:StudyOutcome, pvr:pd.DataFrame) -> list[str]:
+    "The Findings and Reproduction blocks of a study (`workbench.findings`): what the summary, the report and MLflow's description print."
+    d = study_deltas(out)
+    compared = int(((d.group != 'recipe') & d.delta_pct.notna() & d.band_pct.notna()).sum()) if len(d) else 0
+    return [*fd.findings_lines(fd.findings_table(d), compared), '', *fd.reproduction_lines(fd.reproduction_table(pvr), fd.contradicted_orders(pvr))]
+
 def summary_text(out:StudyOutcome, recipe:Recipe, pvr:pd.DataFrame|None=None, best:pd.DataFrame|None=None) -> str:
-    "Plain-text summary of a study: published vs reproduced, best per group, exclusions, where to look."
+    "Plain-text summary of a study within 120 columns: findings, reproduction misses, published vs reproduced, best per group, exclusions, where to look."
     pvr = published_vs_reproduced(out, recipe) if pvr is None else pvr
     best = best_per_group(out) if best is None else best
     fmt = lambda df, cols: report.text_table(df[[c for c in cols if c in df.columns]], drop=(), headers=report.SHORT_HEADERS)
+    wrap = lambda s: textwrap.fill(s, 120, subsequent_indent='    ', break_on_hyphens=False, break_long_words=False)
     ui = layout.ui_base(out.tracking_uri or tracking.tracking_uri())
-    lines = [f'{recipe.display_name} study {out.study} on target {out.target}: {out.ran} points run, {out.reused} reused, '
-             f'{len(out.failed)} failed, {len(out.refused)} candidates refused.', *out.notes,
-             report.provenance_line(out.target, out.results),
+    lines = [wrap(f'{recipe.display_name} study {out.study} on target {out.target}: {out.tally()}; {len(out.refused)} candidates refused.'),
+             *map(wrap, out.notes), wrap(report.provenance_line(out.target, out.results)), '', *map(wrap, study_findings(out, pvr)),
              '', 'Published vs reproduced:', fmt(report.short_published(pvr), ['label', 'topology', 'concurrency', 'metric', 'published', 'reproduced', 'ratio', 'provenance', 'band', 'note']),
              '', 'Best per setting group under the SLA (SLA-constrained tok/s/GPU; a change is a finding only when it exceeds its band):',
              fmt(best, ['group', 'best_variant', 'concurrency', 'output_tok_s_per_gpu', 'delta_pct', 'band_pct', 'finding', 'limited_by', 'not_modelled']),
              '', 'Excluded:', fmt(excluded_table(out), ['variant', 'why', 'reason']),
              '', f'MLflow: experiment {out.model!r}, parent run {out.run_id} (store {out.tracking_uri}).',
-             f'The study\'s runs, side by side: {layout.view_url(ui, out.experiment_id, out.study)}' if out.experiment_id else '']
+             f'The study\'s runs, side by side:\n{layout.view_url(ui, out.experiment_id, out.study)}' if out.experiment_id else '']
     return '\n'.join(l for l in lines if l is not None)

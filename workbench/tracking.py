@@ -14,16 +14,17 @@ import pandas as pd
 from .core import WorkbenchError, DiskFull, repo_root, runs_dir, runs_root, content_hash, free_port, stop_group, fs_error, is_disk_full, env_set
 from .validate import short, check_writable_dir
 from .results import BenchResult, SLA, sla_verdict
-from .layout import core_metrics, all_metrics, band_text, run_name as _run_name, study_view_state, view_key
+from .layout import core_metrics, all_metrics, band_text, home_url, run_name as _run_name, study_view_state, view_key
 from .store import (tracking_uri, sqlite_path, template_db, fresh_store, RETRIES, _retry, _store_error, check_server, check_store,
-                             check_port, client, experiment_id, _artifact_root)
+                             check_port, client, experiment_id, _artifact_root, Reserve, reserve_path, record_failed, RESERVE_FILE,
+                             FULL_DISK_LOG_BYTES, settled_note)
 
 # %% auto #0
-__all__ = ['PACKAGES', 'GIT_TTL_S', 'IDENTITY', 'git_sha', 'package_versions', 'source_tags', 'flatten', 'log_batch', 'StudyRun',
-           'find_study', 'set_study_view', 'failure_text', 'study_run', 'log_files', 'log_texts', 'log_notebook',
-           'log_calibration', 'log_section', 'point_key', 'provenance_of', 'PointRun', 'point_run', 'log_point',
-           'find_point', 'download', 'point_result', 'mark_stale_runs', 'study_runs', 'compare', 'serve_ui', 'ui',
-           'chromium', 'browse']
+__all__ = ['PACKAGES', 'GIT_TTL_S', 'SLA_MAX_ARTIFACT', 'IDENTITY', 'git_sha', 'package_versions', 'source_tags', 'flatten',
+           'log_batch', 'StudyRun', 'find_study', 'set_study_view', 'failure_text', 'study_run', 'log_files',
+           'log_texts', 'log_notebook', 'log_calibration', 'log_section', 'point_key', 'provenance_of', 'PointRun',
+           'point_run', 'log_point', 'find_point', 'download', 'point_result', 'log_sla_maxima', 'sla_maxima',
+           'mark_stale_runs', 'failed_point', 'study_runs', 'compare', 'serve_ui', 'ui', 'chromium', 'browse']
 
 # %% ../nbs/30_tracking.ipynb #f2839f7a
 PACKAGES = ('workbench', 'mlflow', 'ai-dynamo', 'ai-dynamo-runtime', 'aiperf', 'aiconfigurator', 'vllm', 'papermill', 'kubernetes')
@@ -133,6 +134,7 @@ class StudyRun:
     experiment_id: str
     uri: str
     extra_tags: dict = field(default_factory=dict)
+    reserve: object = None              # the study's `Reserve` while it runs: room to record a failure when the disk fills
 
     @property
     def client(self):
@@ -176,11 +178,21 @@ def failure_text(e:BaseException) -> str:
     msg = next((l.strip() for l in str(e).splitlines() if l.strip()), '')
     return f'{type(e).__name__}: {msg}'[:1000] if msg else type(e).__name__
 
-def _mark_failed(c, rid:str, e:BaseException):
-    "Best effort: tag run `rid` with the cause of `e` and end it FAILED (KILLED on Ctrl-C); a store that is itself failing (full disk) is left as is (the next run marks it stale)."
+def _mark_failed(c, rid:str, e:BaseException) -> bool:
+    """Best effort: tag run `rid` with the cause of `e` and end it FAILED (KILLED on Ctrl-C); False when the store refused (a full disk:
+    the study's `Reserve` then keeps the record for the next run)."""
     try:
         _retry(c.set_tag, rid, 'workbench.failure', failure_text(e))
         _retry(c.set_terminated, rid, status='KILLED' if isinstance(e, KeyboardInterrupt) else 'FAILED')
+        return True
+    except Exception: return False
+
+def _end_children(c, eid:str, study:str, e:BaseException):
+    "Best effort: end FAILED (with the cause of `e`) the child runs of `study` that this process left RUNNING when the study stopped."
+    q = f"tags.`workbench.study` = '{_quoted(study)}' and tags.`workbench.kind` = 'point' and attributes.status = 'RUNNING'"
+    try:
+        for r in _retry(c.search_runs, [eid], q, max_results=1000):
+            if r.data.tags.get('workbench.pid') == str(os.getpid()): _mark_failed(c, r.info.run_id, e)
     except Exception: pass
 
 # %% ../nbs/30_tracking.ipynb #dde81ede
@@ -205,7 +217,9 @@ def study_run(model:str, study:str, *, params:dict, tracking_uri:str|None=None, 
     s = StudyRun(model=model, study=study, run_id=rid, experiment_id=eid, uri=c.tracking_uri, extra_tags={**src, **(tags or {})})
     try: yield s
     except BaseException as e:
-        _mark_failed(c, rid, e); raise
+        if s.reserve is not None and is_disk_full(e):       # the record first, over the reserve: it frees the room MLflow needs
+            s.reserve.release([{'kind': 'study', 'uri': c.tracking_uri, 'run_id': rid, 'cause': failure_text(e)}])
+        _mark_failed(c, rid, e); _end_children(c, eid, study, e); raise
     _retry(c.set_terminated, rid, status='FINISHED')
 
 # %% ../nbs/30_tracking.ipynb #80a511f9
@@ -328,12 +342,12 @@ class PointRun:
 @contextmanager
 def point_run(study:StudyRun, *, key:str, variant:str, concurrency:int, settings:dict, group:str, variant_hash:str,
               target:str, recipe_version:str='', image:str='', check:str='not run', label:str|None=None,
-              params:dict|None=None, dataset=None, start_time:int|None=None) -> Iterator[PointRun]:
+              params:dict|None=None, dataset=None, start_time:int|None=None, extra_tags:dict|None=None) -> Iterator[PointRun]:
     "Open a child run of `study` for one variant x concurrency, named `<label> @c<concurrency>`; ends FINISHED once a result was logged."
     from mlflow.entities import DatasetInput, InputTag
     c = study.client
-    tags = _run_tags(study, key=key, variant=variant, concurrency=concurrency, group=group, variant_hash=variant_hash,
-                     target=target, recipe_version=recipe_version, image=image, check=check)
+    tags = {**_run_tags(study, key=key, variant=variant, concurrency=concurrency, group=group, variant_hash=variant_hash,
+                        target=target, recipe_version=recipe_version, image=image, check=check), **(extra_tags or {})}
     name = _run_name(None, None, concurrency, label or variant)
     rid = _retry(c.create_run, study.experiment_id, run_name=name, tags=tags, start_time=start_time).info.run_id
     log_batch(c, rid, params={**(params or {}), 'loadgen.concurrency': str(concurrency)})
@@ -351,12 +365,12 @@ def point_run(study:StudyRun, *, key:str, variant:str, concurrency:int, settings
 def log_point(study:StudyRun, r:BenchResult, sla:SLA, *, settings:dict, group:str, key:str|None=None,
               recipe_version:str='', image:str='', check:str='not run', manifests:dict[str, str]|None=None,
               exports=(), charts=(), label:str|None=None, params:dict|None=None, dataset=None, start_time:int|None=None,
-              bundle:dict|None=None) -> str:
+              bundle:dict|None=None, extra_tags:dict|None=None) -> str:
     "Log `r` as a FINISHED child run of `study` (keywords as `point_run`); returns its run id."
     key = key or point_key(model=r.model, variant_hash=r.variant_hash, target=r.target, concurrency=r.concurrency)
     with point_run(study, key=key, variant=r.variant, concurrency=r.concurrency, settings=settings, group=group,
                    variant_hash=r.variant_hash, target=r.target, recipe_version=recipe_version, image=image, check=check,
-                   label=label, params=params, dataset=dataset, start_time=start_time) as p:
+                   label=label, params=params, dataset=dataset, start_time=start_time, extra_tags=extra_tags) as p:
         p.log_result(r, sla, manifests=manifests, exports=exports, charts=charts, bundle=bundle)
     return p.run_id
 
@@ -390,6 +404,21 @@ def point_result(run, *, tracking_uri:str|None=None) -> BenchResult:
         except Exception as e: raise WorkbenchError(f'run {rid} has no bench_result.json ({e})', 'read a logged point', 'measure the point again') from None
         return BenchResult.model_validate_json(Path(p).read_text())
 
+SLA_MAX_ARTIFACT = 'sla_max.json'
+
+def log_sla_maxima(c, run_id:str, maxima:dict[str, dict]):
+    "Store a study's SLA-constrained best per variant hash as one artifact of its parent run (`sla_max.json`), not as a tag per variant."
+    _retry(c.log_dict, run_id, maxima, SLA_MAX_ARTIFACT)
+
+def sla_maxima(c, run) -> dict[str, dict]:
+    """The SLA-constrained best per variant hash that a study's parent run stored (`run`: an MLflow Run or its id): its `sla_max.json`,
+    over the `workbench.sla_max.<hash>` tags of runs logged before there was one."""
+    run = _retry(c.get_run, run) if isinstance(run, str) else run
+    out = {k.removeprefix('workbench.sla_max.'): json.loads(v) for k, v in run.data.tags.items() if k.startswith('workbench.sla_max.')}
+    if SLA_MAX_ARTIFACT in {a.path for a in _retry(c.list_artifacts, run.info.run_id)}:
+        with tempfile.TemporaryDirectory() as d: out.update(json.loads(Path(download(c, run.info.run_id, SLA_MAX_ARTIFACT, d)).read_text()))
+    return out
+
 # %% ../nbs/30_tracking.ipynb #61ace8dd
 def _stale_reason(run, max_age_s:float|None, now_ms:int) -> str|None:
     "Why a RUNNING `run` counts as stale, None when it does not."
@@ -411,6 +440,16 @@ def mark_stale_runs(experiments=None, *, max_age_s:float|None=None, tracking_uri
         _retry(c.set_terminated, run.info.run_id, status='FAILED'); out.append(run.info.run_id)
     return out
 
+# %% ../nbs/30_tracking.ipynb #c376aab3
+def failed_point(study:StudyRun, *, key:str, variant:str, concurrency:int, group:str, variant_hash:str, target:str, cause:str,
+                 recipe_version:str='', image:str='', label:str|None=None, params:dict|None=None, settings:dict|None=None, error:str='') -> dict:
+    "A failed point of `study` as a record: what `record_failed` writes into MLflow, now or later from the study's `Reserve`."
+    tags = {**_run_tags(study, key=key, variant=variant, concurrency=concurrency, group=group, variant_hash=variant_hash, target=target,
+                        recipe_version=recipe_version, image=image, check='not run'), 'workbench.failure': cause}
+    return {'kind': 'point', 'uri': study.uri, 'experiment_id': study.experiment_id, 'run_name': _run_name(None, None, concurrency, label or variant),
+            'tags': tags, 'params': {**flatten(params or {}), 'loadgen.concurrency': str(concurrency)}, 'settings': settings or {},
+            'error': error[-20_000:], 't': int(time.time()*1000)}
+
 # %% ../nbs/30_tracking.ipynb #a9e4da2f
 IDENTITY = ('study', 'variant', 'group', 'target', 'concurrency', 'provenance', 'simulated', 'variant_hash', 'point_key')
 
@@ -426,8 +465,22 @@ def _row(run) -> dict:
     row.update({f'tags.{k}': v for k, v in t.items()})
     return row
 
+def _pending(studies:list, status:str|None, rows:list[dict]) -> list[dict]:
+    "Rows for the failed points a full disk kept out of the store (in each study's `Reserve`) that `rows` do not hold yet (run_id None)."
+    if status not in (None, 'FAILED'): return []
+    have, out = {(r['point_key'], r.get('tags.workbench.failure')) for r in rows if r['status'] == 'FAILED'}, []
+    for s in (s for s in studies if s and re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9._-]{0,62}', s)):
+        for rec in (r for r in Reserve(reserve_path(s)).records() if r.get('kind') == 'point'):
+            t = rec['tags']
+            if (t.get('workbench.point_key'), t.get('workbench.failure')) in have: continue
+            row = {'run_id': None, 'run_name': rec['run_name'], 'status': 'FAILED', **{k: t.get(f'workbench.{k}') for k in IDENTITY}}
+            row['concurrency'] = int(row['concurrency']) if row['concurrency'] else None
+            out.append({**row, **{f'tags.{k}': v for k, v in t.items()}})
+    return out
+
 def study_runs(model:str, study=None, *, tracking_uri:str|None=None, status:str|None='FINISHED') -> pd.DataFrame:
-    "Child runs of `study` (a id, a list of ids, or None for all) in `model`'s experiment, one row each."
+    """Child runs of `study` (a id, a list of ids, or None for all) in `model`'s experiment, one row each; with `status` None or
+    'FAILED', also the failed points of those studies that a full disk kept out of the store so far (`Reserve`; `run_id` None)."""
     eid = experiment_id(model, tracking_uri, create=False)
     if eid is None: raise WorkbenchError(f'no MLflow experiment named {model!r} in {client(tracking_uri).tracking_uri}',
                                          'list the study runs', 'run a study for this model first, or pass the right tracking_uri')
@@ -437,7 +490,8 @@ def study_runs(model:str, study=None, *, tracking_uri:str|None=None, status:str|
     for s in studies:
         q = ' and '.join(f + ([f"tags.`workbench.study` = '{_quoted(s)}'"] if s else []))
         runs += _retry(c.search_runs, [eid], q, max_results=50000)
-    df = pd.DataFrame([_row(r) for r in runs])
+    rows = [_row(r) for r in runs]
+    df = pd.DataFrame(rows + _pending(studies, status, rows))
     if df.empty: return pd.DataFrame(columns=['run_id', 'run_name', 'status', *IDENTITY])
     return df.sort_values(['study', 'target', 'variant', 'concurrency'], kind='stable').reset_index(drop=True)
 
@@ -510,7 +564,7 @@ def ui(port:int=5000, *, tracking_uri:str|None=None):
     if threading.current_thread() is threading.main_thread(): signal.signal(signal.SIGTERM, _interrupt)
     try:
         with serve_ui(port, tracking_uri=tracking_uri) as url:
-            print(f'MLflow UI: {url}  (store {client(tracking_uri).tracking_uri}; Ctrl-C stops it)', flush=True)
+            print(f'MLflow UI: {home_url(url)}  (store {client(tracking_uri).tracking_uri}; Ctrl-C stops it)', flush=True)
             while True: time.sleep(3600)
     except KeyboardInterrupt: print('MLflow UI stopped', flush=True)
 

@@ -9,8 +9,9 @@ from pathlib import Path
 from .core import WorkbenchError, blocking_file, fs_error
 
 # %% auto #0
-__all__ = ['EXIT_OK', 'EXIT_BAD_INPUT', 'EXIT_POINTS_FAILED', 'EXIT_INTERRUPTED', 'SLUG', 'MIN_FREE_MB', 'short', 'check_slug',
-           'k8s_name_problem', 'check_k8s_name', 'inside', 'finite_positive', 'check_writable_dir']
+__all__ = ['EXIT_OK', 'EXIT_BAD_INPUT', 'EXIT_POINTS_FAILED', 'EXIT_INTERRUPTED', 'SLUG', 'MAX_CONCURRENCIES', 'MAX_CANDIDATES',
+           'MIN_FREE_MB', 'short', 'check_slug', 'k8s_name_problem', 'check_k8s_name', 'inside', 'finite_positive',
+           'check_study_inputs', 'check_reach', 'check_memory', 'check_writable_dir']
 
 # %% ../nbs/00b_validate.ipynb #c909147a
 EXIT_OK = 0                 # everything ran, no point failed
@@ -78,6 +79,62 @@ def inside(root, rel, what:str, op:str) -> Path:
 def finite_positive(x) -> bool:
     "True for an int or float (not a bool) that is finite and > 0."
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+# %% ../nbs/00b_validate.ipynb #578c9472
+MAX_CONCURRENCIES, MAX_CANDIDATES = 32, 100      # per study: concurrency levels, and custom candidates per group
+_CUSTOM = "write custom as {group: [{setting: value}, ...]}"
+_LEVELS = 'give a list such as [1, 8, 32]'
+
+def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
+
+def check_study_inputs(groups, concurrencies, request_count, seed, *, custom=None, known=()):
+    "Refuse setting groups not in `known`, malformed custom candidates, non-positive concurrencies or request counts, before anything starts."
+    op = 'check study parameters'
+    if custom is not None and not isinstance(custom, dict): raise WorkbenchError(f'custom = {short(custom)} is not a dict', op, _CUSTOM)
+    for g, chs in (custom or {}).items():
+        if not isinstance(chs, list) or not all(isinstance(ch, dict) for ch in chs):
+            raise WorkbenchError(f'custom[{short(g, 40)}] = {short(chs)} is not a list of changes', op,
+                                 _CUSTOM + ", e.g. {'cache': [{'block_size': 64}]}")
+        if len(chs) > MAX_CANDIDATES:
+            raise WorkbenchError(f'custom[{short(g, 40)}] has {len(chs)} candidates (at most {MAX_CANDIDATES})', op, 'split the study')
+    if groups is not None and not isinstance(groups, (list, tuple)):
+        raise WorkbenchError(f'groups = {short(groups)} is not a list', op, f'give a list among {list(known)}')
+    if bad := [g for g in (groups or []) if g not in known]:
+        raise WorkbenchError(f'unknown setting group(s) {short(bad)}', op, f'use groups among {list(known)}')
+    if concurrencies is not None and not isinstance(concurrencies, (list, tuple)):
+        raise WorkbenchError(f'concurrencies = {short(concurrencies)} is not a list', op, _LEVELS)
+    for c in concurrencies or []:
+        if not _is_int(c) or c < 1:
+            raise WorkbenchError(f'concurrency {short(c, 40)} in {short(concurrencies)}', op,
+                                 'give concurrencies as positive integers, e.g. [1, 8, 32]')
+    if len(concurrencies or []) > MAX_CONCURRENCIES:
+        raise WorkbenchError(f'{len(concurrencies)} concurrencies (at most {MAX_CONCURRENCIES})', op, 'pick fewer levels, e.g. [1, 8, 32]')
+    if request_count is not None and (not _is_int(request_count) or request_count < 1):
+        raise WorkbenchError(f'request_count {short(request_count, 40)}', op, 'give a positive integer, e.g. 200 (or None for the recipe default)')
+    if not _is_int(seed): raise WorkbenchError(f'seed {short(seed, 40)}', op, 'give an integer seed')
+
+def check_reach(concurrencies, requests:dict[str, int]):
+    "Refuse a concurrency a point never reaches: a point sends `requests[topology]` requests, so no more than that are ever in flight."
+    for n in sorted(set(requests.values())):
+        if over := [c for c in concurrencies or [] if c > n]:
+            raise WorkbenchError(f'concurrency {max(over):,} in {short(concurrencies)} is more than the {n:,} requests a point sends: '
+                                 f'at most {n:,} are ever in flight, so it is never reached', 'check study parameters',
+                                 f'give concurrencies of at most {n:,} (e.g. concurrencies=[{min(n, 8)}]), '
+                                 f'or raise request_count to at least {max(over):,}')
+
+def _size(b:float) -> str: return f'{b/2**30:,.1f} GiB' if b >= 2**30 else f'{b/2**20:,.0f} MiB'
+
+def check_memory(estimate, points, *, where:str, avail:int|None):
+    "Refuse a point (request count, concurrency) whose memory `estimate(n, c)` (bytes) is over half of the `avail` bytes, naming the numbers."
+    if estimate is None or not avail: return
+    for n, c in points:
+        need = estimate(n, c)
+        if need <= avail/2: continue
+        per = max(1, estimate(n + 1, c) - need)
+        most = max(0, int((avail/2 - estimate(0, c))//per))
+        raise WorkbenchError(f'request_count {n:,} at concurrency {c:,} needs about {_size(need)} of memory on {where} (its estimate), '
+                             f'more than half of the {_size(avail)} available', 'check study parameters',
+                             f'lower request_count (at most about {most:,} here) or the concurrency' if most else 'lower the concurrency')
 
 # %% ../nbs/00b_validate.ipynb #75451c16
 MIN_FREE_MB = 50

@@ -34,7 +34,7 @@ study: str = ''  # study id (empty: derived from the parameters, so the same par
 rerun_failed: bool = False  # re-run points that failed before
 ops_sections: bool = False  # KV host-offload and autoscaling sections (always simulated; about 20-40 s)
 search: bool = False  # deployment search under the SLA within one node on the sim (search_budget_s plus logging; simulated)
-search_budget_s: float = 60  # seconds the search may spend (with search=True; the configuration under way then finishes)
+search_budget_s: float = 60  # seconds the search may spend (when search is True; the configuration under way then finishes)
 
 # %% [markdown]
 # Derived values live below the parameters cell, so papermill's injected parameters reach them.
@@ -45,7 +45,7 @@ from workbench.core import runs_dir
 from workbench.recipes import load_recipe
 from workbench.variants import recipe_variant
 from workbench.manifests import render_all, to_yaml
-from workbench import study as st, report
+from workbench import study as st, report, progress
 from workbench.report import table
 
 report.static_charts()   # charts are PNG images drawn here (vl-convert): they show offline, in JupyterLab, HTML and MLflow
@@ -154,13 +154,22 @@ if diag['chart'] is not None: display(diag['chart'])
 # (K-EXAONE measured 8.8% reuse on a 70%-reuse trace). The recipe's deployment on the sim, with the
 # working set set to 0.5x and 4x the GPU KV capacity, without and with a 2 TB host tier per worker.
 # Speculative decoding is off in every row (the replay engine does not combine it with host offload
-# yet). Runs only with `ops_sections`; logged to the study's parent run (`offload.*`).
+# yet). Runs only with `ops_sections`; logged to the study's parent run (`offload.*`). What it finds goes
+# into the summary (`ops_found`), so `workbench run` prints it too.
 
 # %%
+ops_found = []
 if ops_sections:
+    progress.note(out_dir, 'ops sections (simulated): KV host offload what-ifs, then SLA-driven autoscaling (tens of seconds)')
     offload = dg.offload_section(model, client=tracking.client(out.tracking_uri), run_id=out.run_id)
     print(f"[{offload.attrs['provenance']}] GPU KV capacity {offload.attrs['gpu_kv_tokens']:,} tokens; " + '; '.join(offload.attrs['notes']))
     display(table(offload))
+    big = offload[offload.working_set_x_gpu_kv == offload.working_set_x_gpu_kv.max()].sort_values('host_offload_gb')
+    no, host = big.iloc[0], big.iloc[-1]
+    ops_found.append(f"KV host offload ({offload.attrs['provenance']}, c{host.concurrency}): "
+                     f"with the working set at {host.working_set_x_gpu_kv:g}x the GPU "
+                     f"KV cache, a {host.host_offload_gb:,.0f} GB host tier moves KV reuse from {no.kv_reuse:.0%} to {host.kv_reuse:.0%}, TTFT p50 "
+                     f"from {no.ttft_p50_ms:,.0f} to {host.ttft_p50_ms:,.0f} ms, tok/s/GPU {host.tok_s_gpu_gain:+.1%}")
 else: print('skipped: ops_sections is False')
 
 # %% [markdown]
@@ -179,6 +188,9 @@ if ops_sections:
     print(f"[{autoscale.attrs['provenance']}] " + '; '.join(autoscale.attrs['notes']))
     display(table(autoscale[['policy', 'available', 'gpu_hours', 'mean_replicas', 'max_replicas', 'scaling_events', 'violating_requests',
                              'violation_share', 'violations_vs_fixed_min', 'gpu_hours_vs_fixed_max', 'provenance', 'note']]))
+    ops_found.append('SLA-driven autoscaling (simulated): requests over the SLA and GPU-hours per policy: ' + '; '.join(
+        f'{r.policy} {r.violation_share:.1%} at {r.gpu_hours:.1f} GPU-h' if r.available else f'{r.policy}: not run here'
+        for r in autoscale.itertuples()))
 else: print('skipped: ops_sections is False')
 
 # %% [markdown]
@@ -211,6 +223,12 @@ else: print('skipped: search is False')
 # %%
 from workbench.publish import publish_study
 summary = st.summary_text(out, recipe, pvr, best)
+if ops_found:                 # the ops sections' findings, before the MLflow links (tables: above, and offload.* / autoscale.* on the parent run)
+    import textwrap
+    head, sep, tail = summary.rpartition('\n\nMLflow: ')
+    ops = 'Ops sections (tables in the executed notebook and on the parent run, offload.* and autoscale.*):\n' + '\n'.join(
+        textwrap.fill(f, 120, initial_indent='- ', subsequent_indent='  ', break_on_hyphens=False) for f in ops_found)
+    summary = f'{head}\n\n{ops}{sep}{tail}' if sep else f'{summary}\n\n{ops}'
 published = publish_study(out, recipe, out_dir, summary=summary)
 print(summary)
 print(f"\nHTML report: {published['report']}")

@@ -16,11 +16,11 @@ from ..validate import short
 from .. import progress as _progress
 
 # %% auto #0
-__all__ = ['API_RETRY_S', 'API_TIMEOUT', 'TRANSIENT_HTTP', 'K8S_RETRIES', 'NEEDED_RIGHTS', 'label_value', 'workbench_labels',
-           'selector', 'labelled', 'example_manifests', 'Cluster', 'connect', 'transient', 'with_retries',
-           'retry_budget', 'field_errors', 'api_error', 'check_access', 'referenced_secrets', 'without_secret',
-           'check_secrets', 'load_yaml', 'v120_compatible_crd', 'wait_crd_established', 'install_dgd_crd', 'ref',
-           'api_resource', 'apply', 'get', 'poll', 'events_for', 'LocalCluster']
+__all__ = ['KUBE_WHERE', 'API_RETRY_S', 'API_TIMEOUT', 'TRANSIENT_HTTP', 'K8S_RETRIES', 'NEEDED_RIGHTS', 'label_value',
+           'workbench_labels', 'selector', 'labelled', 'example_manifests', 'Cluster', 'connect', 'transient',
+           'with_retries', 'retry_budget', 'field_errors', 'api_error', 'check_access', 'referenced_secrets',
+           'without_secret', 'check_secrets', 'load_yaml', 'v120_compatible_crd', 'wait_crd_established',
+           'install_dgd_crd', 'ref', 'api_resource', 'apply', 'get', 'poll', 'events_for', 'LocalCluster']
 
 # %% ../../nbs/15a_k8s_cluster.ipynb #a535a4ae
 from ..constants import (LABEL_PREFIX, MANAGED_BY, STUDY_LABEL, VARIANT_LABEL, FIELD_MANAGER, DGD_GROUP, DGD_VERSION,
@@ -119,6 +119,9 @@ class Cluster:
             self._dyn = DynamicClient(self.api)
         return self._dyn
 
+KUBE_WHERE = ("set $KUBECONFIG (or -p \"options={'kubeconfig': '/path'}\") and -p kube_context=NAME for a context other than the current one "
+              "(from Python: K8sTarget(kubeconfig=..., context=...))")      # the study notebook's parameter and option names
+
 def connect(kubeconfig:str|os.PathLike|None=None, context:str|None=None, namespace:str|None=None, *, retry_s:float|None=None) -> Cluster:
     "Connect with `kubeconfig` (or $KUBECONFIG, ~/.kube/config, in-cluster) and `context`; transient API errors are retried for `retry_s` (default `API_RETRY_S`)."
     cl = _connect(kubeconfig, context, namespace)
@@ -144,7 +147,7 @@ def _connect(kubeconfig, context, namespace) -> Cluster:
         return Cluster(client.ApiClient(configuration=cfg), namespace or (sa_ns.read_text().strip() if sa_ns.exists() else 'default'))
     except (config.ConfigException, FileNotFoundError, OSError) as e:
         raise WorkbenchError(f'kubeconfig {kc or "(none found)"}, context {context or "(current)"}: {e}', 'connect to the cluster',
-                             'pass kubeconfig=/path and context=NAME, or set $KUBECONFIG') from None
+                             KUBE_WHERE) from None
 
 # %% ../../nbs/15a_k8s_cluster.ipynb #273ff968
 API_RETRY_S, API_TIMEOUT, TRANSIENT_HTTP = 120.0, (10, 120), (408, 429, 500, 502, 503, 504)
@@ -237,12 +240,13 @@ def check_access(cl:Cluster, rights=NEEDED_RIGHTS) -> str:
     except Exception as e:
         why = e.what if isinstance(e, WorkbenchError) else short(str(e).splitlines()[0] if str(e) else type(e).__name__, 200)
         raise WorkbenchError(f'API server of context {cl.context} ({cl.api.configuration.host}) unreachable: {why}', 'check cluster access',
-                             'check the kubeconfig/context and the network; `kubectl version` should answer') from None
+                             f'check the network and the kubeconfig and context ({KUBE_WHERE}); `kubectl version` should answer') from None
     try: cl.core.read_namespace(cl.namespace)
     except ApiException as e:
         if e.status == 404:
             raise WorkbenchError(f'namespace {cl.namespace!r} does not exist', 'check cluster access',
-                                 f'kubectl create namespace {cl.namespace}, or pass namespace=...') from None
+                                 f'kubectl create namespace {cl.namespace}, or pass -p namespace=NAME '
+                                 '(K8sTarget(namespace=...) from Python)') from None
         if e.status != 403: raise api_error(e, f'namespace {cl.namespace}', 'check cluster access') from None
     authz = client.AuthorizationV1Api(cl.api)
     for group, res, verb, *sub in rights:

@@ -15,90 +15,16 @@ from ..results import SLA, BenchResult
 from ..modelfolder import LocalModel, local_model
 from ..aiperf import AIPerfSpec, run_aiperf, scrape_metrics, metrics_delta, result_from_export, goodput_from_sla, stop_group, error_summary
 from .base import BaseTarget, parsers_of
+from .procs import port_open, listening_sockets, is_loopback, Proc, _state, _tail, _children, _tree
 
 # %% auto #0
-__all__ = ['COMMON', 'ROUTER_MODES', 'port_open', 'listening_sockets', 'is_loopback', 'Proc', 'WorkerSpec', 'mocker_command',
-           'frontend_command', 'vllm_command', 'SmokeItem', 'SmokeVerdict', 'smoke_check', 'stop_all_graphs',
-           'LocalGraph', 'run_points', 'fixture_profile', 'LocalTarget']
-
-# %% ../../nbs/14_local.ipynb #6c3f8df7
-def port_open(port:int, host:str='127.0.0.1', timeout_s:float=0.5) -> bool:
-    "True when something accepts TCP connections on `host:port`."
-    try:
-        with socket.create_connection((host, port), timeout=timeout_s): return True
-    except OSError: return False
-
-# %% ../../nbs/14_local.ipynb #68195d96
-def _hex_addr(h:str) -> str:
-    "The address of a /proc/net entry ('0100007F:1F90' style) as text."
-    ip, _ = h.split(':')
-    b = bytes.fromhex(ip)
-    if len(b) == 4: return socket.inet_ntop(socket.AF_INET, b[::-1])
-    return socket.inet_ntop(socket.AF_INET6, b''.join(b[i:i+4][::-1] for i in range(0, 16, 4)))
-
-def _socket_inodes(pid:int) -> set[str]:
-    "Inodes of the sockets process `pid` holds open."
-    out = set()
-    try:
-        for fd in os.listdir(f'/proc/{pid}/fd'):
-            try: l = os.readlink(f'/proc/{pid}/fd/{fd}')
-            except OSError: continue
-            if l.startswith('socket:['): out.add(l[8:-1])
-    except OSError: pass
-    return out
-
-def listening_sockets(pids) -> list[dict]:
-    "TCP listeners and bound UDP sockets of `pids`: [{'pid', 'proto', 'addr', 'port'}]."
-    owner = {ino: pid for pid in pids for ino in _socket_inodes(pid)}
-    out = []
-    for proto in ('tcp', 'tcp6', 'udp', 'udp6'):
-        try: lines = Path(f'/proc/net/{proto}').read_text().splitlines()[1:]
-        except OSError: continue
-        for line in lines:
-            f = line.split()
-            local, state, inode = f[1], f[3], f[9]
-            if inode not in owner: continue
-            if proto.startswith('tcp') and state != '0A': continue      # 0A = LISTEN
-            out.append({'pid': owner[inode], 'proto': proto, 'addr': _hex_addr(local), 'port': int(local.split(':')[1], 16)})
-    return out
-
-def is_loopback(addr:str) -> bool:
-    "True for 127.0.0.0/8, ::1 and IPv4-mapped loopback."
-    return addr.startswith('127.') or addr in ('::1', '::ffff:127.0.0.1') or addr.startswith('::ffff:127.')
+__all__ = ['STOP_GRACE_S', 'COMMON', 'ROUTER_MODES', 'WorkerSpec', 'mocker_command', 'frontend_command', 'vllm_command',
+           'SmokeItem', 'SmokeVerdict', 'smoke_check', 'stop_all_graphs', 'LocalGraph', 'run_points', 'fixture_profile',
+           'LocalTarget']
 
 # %% ../../nbs/14_local.ipynb #18c29588
-_PROGRESS = ('dynamo_frontend_inter_token_latency_seconds_count', 'dynamo_frontend_time_to_first_token_seconds_count', 'dynamo_frontend_requests_total')
-
-def _state(pid:int) -> str:
-    "The state letter of process `pid` (R, S, T, Z, ...), '' when it is gone."
-    try: return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0]
-    except (OSError, IndexError): return ''
-
-def _tail(path, n:int=20) -> str:
-    "Last `n` lines of a log file."
-    try: return '\n'.join(Path(path).read_text(errors='replace').splitlines()[-n:])
-    except OSError: return ''
-
-class Proc:
-    "One managed child process with a log file."
-    def __init__(self, name:str, cmd:list[str], log:Path, env:dict|None=None, *, cwd=None):
-        self.name, self.cmd, self.log = name, [str(c) for c in cmd], Path(log)
-        self.log.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log, 'w') as f:
-            self.p = subprocess.Popen(self.cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                      env={**os.environ, **(env or {})}, cwd=cwd, preexec_fn=child_setup)
-        self.pid = self.p.pid
-
-    @property
-    def alive(self) -> bool: return self.p.poll() is None
-    def tail(self, n:int=20) -> str: return _tail(self.log, n)
-    def kill(self, sig=signal.SIGKILL):
-        "Send `sig` to this process only (used to simulate a crash)."
-        if self.alive: os.kill(self.pid, sig)
-    def stop(self, grace_s:float=5.0) -> int|None:
-        "TERM, INT, KILL on the process group."
-        return stop_group(self.p, grace_s)
-    def __repr__(self): return f'Proc({self.name}, pid={self.pid}, {"alive" if self.alive else f"exit {self.p.poll()}"})'
+_PROGRESS = ('dynamo_frontend_inter_token_latency_seconds_count', 'dynamo_frontend_time_to_first_token_seconds_count')   # tokens, not failed requests
+STOP_GRACE_S = 6.0      # a process of the graph (or its child) seen stopped this long while a point runs fails the point, naming it
 
 # %% ../../nbs/14_local.ipynb #2be5642e
 class WorkerSpec(BaseModel):
@@ -352,9 +278,19 @@ class LocalGraph:
                 raise WorkbenchError(f'{p.name} (pid {p.pid}) exited with {p.p.poll()}; log {p.log}:\n{p.tail()}', op,
                                      'read the log; the graph is torn down, start a new one')
 
-    def stopped(self) -> list[Proc]:
-        "Processes of the graph that are alive but stopped (state T: SIGSTOP, a debugger): they never answer."
-        return [p for p in self.procs if p.alive and _state(p.pid) in ('T', 't')]
+    def stopped(self) -> list[tuple[Proc, int, str]]:
+        "Processes of the graph (or a child of one) alive but stopped: (its `Proc`, pid, state T for SIGSTOP or t for a debugger). They never answer."
+        kids, out = _children(), []
+        for p in (p for p in self.procs if p.alive):
+            out += [(p, pid, st) for pid in _tree(p.pid, kids) if (st := _state(pid)) in ('T', 't')][:1]
+        return out
+
+    def _stops(self) -> list[tuple[Proc, int, str, float]]:
+        "`stopped`, each with the seconds it has been seen stopped (the watchdog looks every 2 s)."
+        now, seen = time.monotonic(), getattr(self, '_stop_seen', {})
+        out = [(p, pid, st, now - seen.setdefault(pid, now)) for p, pid, st in self.stopped()]
+        self._stop_seen = {pid: seen[pid] for _, pid, _, _ in out}
+        return out
 
     def _frontend_timeouts(self) -> tuple[list[Proc], str]:
         "Workers the frontend gave up on (from its log), and which of its timeouts fired: the request timeout (HTTP 504) or the discovery lease (HTTP 404)."
@@ -368,10 +304,13 @@ class LocalGraph:
         return [p for p in self.worker_procs if p.pid in owners], '; '.join(fired)
 
     def check_hung(self, op:str='check local graph', fired:str=''):
-        "Raise a WorkbenchError (`hung=True`) naming a hung process: a stopped one, else a worker the frontend timed out on; `fired` says which timeout."
-        who, detail = self.stopped(), 'its process is stopped (state T)'
-        timed_out, why = self._frontend_timeouts()
-        if not who: who, detail = timed_out, 'it did not answer the frontend'
+        "Raise a WorkbenchError (`hung=True`) naming a hung process: a stopped one, else a worker the frontend timed out on; `fired`: which timeout."
+        stops, (timed_out, why) = self._stops(), self._frontend_timeouts()
+        who, detail = timed_out, 'it did not answer the frontend'
+        if stops:
+            p, pid, st, secs = stops[0]
+            how = 'stopped (SIGSTOP, state T)' if st == 'T' else 'stopped by a debugger (state t)'
+            who, detail = [p], (f'its process is {how}' if pid == p.pid else f'its child process {pid} is {how}') + f' for {secs:.0f} s so far'
         if not who: return
         p, fired = who[0], '; '.join(x for x in (fired, why) if x)
         e = WorkbenchError(f'{p.name} (pid {p.pid}) hung: {detail}' + (f'; {fired}' if fired else '') + f'; log {p.log}', op,
@@ -379,10 +318,12 @@ class LocalGraph:
         e.hung = True; raise e
 
     def watchdog(self, op:str, hang_timeout_s:float=120.0):
-        "A `watch` for `run_aiperf`: fail at once when a process died; name the hung process when no token arrived for `hang_timeout_s` while requests were in flight (or /metrics did not answer)."
+        """A `watch` for `run_aiperf`: fail at once when a process died; name a process stopped (SIGSTOP) for `STOP_GRACE_S`; name the hung
+        process when no token arrived for `hang_timeout_s` while requests were in flight (or /metrics did not answer)."""
         st = {'progress': None, 'since': time.monotonic()}
         def watch():
             self.check_alive(op)
+            if any(s[3] >= STOP_GRACE_S for s in self._stops()): self.check_hung(op)     # stopped: it will never answer
             try: m = scrape_metrics(self.url, timeout_s=3)
             except WorkbenchError: m = None
             if m is not None:
@@ -403,7 +344,10 @@ class LocalGraph:
         return out | {f'aiperf-{d.name}.log': d/'aiperf.log' for d in sorted((self.run_dir/'points').glob('*')) if (d/'aiperf.log').exists()}
 
     def stop(self):
-        "Stop the frontend, then workers, then NATS (TERM, INT, KILL each); idempotent."
+        "Stop the frontend, then workers, then NATS (TERM, INT, KILL each; a stopped one is continued first, so that TERM ends it); idempotent."
+        for _, pid, _ in self.stopped():
+            try: os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError: pass
         for p in reversed(self.procs): p.stop()    # an exited one: its group's leftovers are killed
         _LIVE.discard(self); self.started = False
 
@@ -421,6 +365,7 @@ def run_points(graph:LocalGraph, spec:AIPerfSpec, concurrencies=None, *, model:s
         v = smoke_check(graph.url, graph.model_name)
         (graph.run_dir/'smoke.json').write_text(v.model_dump_json(indent=1))
         if not v.passed:
+            graph.check_hung('run local points (a process hung before the first point)')       # a stopped process: named, not 'smoke failed'
             raise WorkbenchError(f'smoke checks failed: {v.failures()}', 'run local points', f'read the logs in {graph.run_dir/"logs"}')
     if sla is not None and not spec.goodput: spec = spec.model_copy(update={'goodput': goodput_from_sla(sla)})
     out = []
