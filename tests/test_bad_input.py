@@ -301,7 +301,7 @@ CLI_CASES = [
     Case('cli-demo-param-model', ['demo', '-p', 'model=ax-k2', '-q'], '(this command runs motif-3 on sim). Fix: workbench run ax-k2 -q'),
     Case('cli-sweep-param-model', ['sweep', '-p', 'model=ax-k2'], 'Fix: workbench sweep --models ax-k2'),
     Case('cli-sweep-param-target', ['sweep', '--models', 'motif-3', '-p', 'target=local'],
-         '(this command runs motif-3 on sim). Fix: workbench sweep --target local'),
+         '(this command runs motif-3 on sim). Fix: workbench sweep --models motif-3 --target local'),
     Case('cli-no-command', [], 'the following arguments are required'),
     Case('cli-bogus-command', ['bogus'], "invalid choice: 'bogus'"),
     Case('cli-run-no-model', ['run'], 'the following arguments are required: model'),

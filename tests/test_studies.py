@@ -52,6 +52,8 @@ def test_study_notebook(nb, tmp_path, monkeypatch):
         t, m, p = k.data.tags, k.data.metrics, k.data.params
         assert t['workbench.target'] == 'sim' and t['workbench.simulated'] == 'true' and t['workbench.provenance'] == 'simulated', t
         assert {'workbench.group', 'workbench.variant_hash', 'workbench.recipe_version', 'workbench.image', 'mlflow.note.content'} <= set(t), t
+        if t.get('workbench.modelled') == 'false':           # a setting the simulator does not model (Motif 3's 3P1D baseline): no number at all
+            assert not m and 'not modelled' in t['mlflow.note.content'].lower(), (t, m); continue
         assert {'output_token_throughput_per_gpu', 'time_to_first_token.p50', 'inter_token_latency.p99', 'sla.passed'} <= set(m) and len(m) <= 15, m
         assert {'topology', 'changed.group', 'changed.setting', 'changed.value', 'loadgen.concurrency'} <= set(p) and 'null' not in p.values(), p
         assert any(key.endswith('.tp') for key in p) and not any(key.startswith(('VllmWorker', 'PrefillWorker', 'DecodeWorker')) for key in p), p

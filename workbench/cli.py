@@ -100,7 +100,8 @@ def _as_typed(a, name:str, value) -> str:
     rehearsal = bool(value) if name == 'rehearsal' else getattr(a, 'rehearsal', False)
     if cmd == 'demo' and (model != 'motif-3' or target != 'sim' or rehearsal): cmd = 'run'      # the demo is Motif 3 on sim: anything else is a run
     head = {'run': f'workbench run {model}', 'demo': 'workbench demo',
-            'sweep': 'workbench sweep' + (f' --models {model}' if name == 'model' else '')}[cmd]
+            'sweep': 'workbench sweep' + (f' --models {model}' if name == 'model' else
+                                          f" --models {' '.join(a.models)}" if getattr(a, 'models', None) else '')}[cmd]
     target = 'k8s' if rehearsal else target
     opts = ((f' --target {target}' if target != 'sim' else '') + (' --rehearsal' if rehearsal else '')
             + (f' --engine {a.engine}' if getattr(a, 'engine', None) else ''))

@@ -34,10 +34,10 @@ def findings_table(deltas:pd.DataFrame) -> pd.DataFrame:
 
 # %% ../nbs/31a_findings.ipynb #c613df9f
 def _verdict(ratio, band) -> str:
-    "Whether a reproduced/published ratio lies inside the reproduced number's band."
+    "Whether a reproduced/published ratio lies inside the reproduced number's band (`results.is_finding`, the one rule)."
     if ratio is None or (isinstance(ratio, float) and math.isnan(ratio)): return 'not compared'
     if band is None or (isinstance(band, float) and math.isnan(band)): return 'no band'
-    return 'outside its band' if abs(math.log(ratio)) > math.log1p(band) + 1e-12 else 'within its band'
+    return 'outside its band' if is_finding(ratio - 1, band) else 'within its band'
 
 def reproduction_table(pvr:pd.DataFrame) -> pd.DataFrame:
     "`pvr` (`study.published_vs_reproduced`) with a `verdict` per published figure: within its band, outside it, no band, not compared."
@@ -47,13 +47,15 @@ def reproduction_table(pvr:pd.DataFrame) -> pd.DataFrame:
 def _name(r) -> str: return f'{r.label} ({r.topology}' + (f', c{int(r.concurrency)}' if r.concurrency == r.concurrency and r.concurrency else '') + ')'
 
 def contradicted_orders(pvr:pd.DataFrame, metric:str='output_tok_s_per_gpu') -> list[str]:
-    "Each pair of published `metric` figures whose reproductions rank the other way, as a sentence."
+    """Each pair of published `metric` figures whose reproductions rank the other way by more than the two numbers' bands allow (combined
+    in log terms: a swap inside the bands is no contradiction), as a sentence."""
     ok = pvr[(pvr.metric == metric) & pvr.ratio.notna() & pvr.reproduced.notna()] if len(pvr) else pvr
     rows, out = list(ok.itertuples()), []
     for i, a in enumerate(rows):
         for b in rows[i + 1:]:
-            if (a.published - b.published)*(a.reproduced - b.reproduced) < 0:
-                hi, lo = (a, b) if a.published > b.published else (b, a)
+            hi, lo = (a, b) if a.published > b.published else (b, a)
+            band = math.expm1(math.hypot(math.log1p(hi.band if hi.band == hi.band else 0.0), math.log1p(lo.band if lo.band == lo.band else 0.0)))
+            if hi.reproduced < lo.reproduced and is_finding(hi.reproduced/lo.reproduced - 1, band):
                 out.append(f'published {_name(hi)} {hi.published:.1f} > {_name(lo)} {lo.published:.1f}; reproduced '
                            f'{hi.reproduced:.1f} < {lo.reproduced:.1f} ({hi.provenance})')
     return out

@@ -319,10 +319,16 @@ class Reproduction(BaseModel):
     notes: list[str] = []
 
     @property
-    def ok(self) -> bool: return bool(len(self.table)) and bool(self.table.ok.all())
+    def ok(self) -> bool: return self.unmodelled or (bool(len(self.table)) and bool(self.table.ok.all()))
+
+    @property
+    def unmodelled(self) -> bool:
+        "True when the point has no number, then and now (a setting the simulator does not model): nothing to compare, nothing moved."
+        return not self.old.modelled and not self.new.modelled
 
     def verdict(self) -> str:
         "One line: reproduced exactly, within the noise, or not (naming what moved)."
+        if self.unmodelled: return 'not modelled: no number, then or now (the simulator does not model this change)'
         if self.ok: return 'reproduced exactly: every AIPerf statistic is identical' if self.exact and all_metrics(self.old) == all_metrics(self.new) \
                            else 'reproduced within its noise' if self.target == self.new_target else f'{self.new_target} agrees with {self.target} within the band and the noise'
         bad = ', '.join(self.table[~self.table.ok].metric)
@@ -330,6 +336,7 @@ class Reproduction(BaseModel):
 
     def text(self) -> str:
         "The comparison as a printable table with its verdict."
+        if self.unmodelled: return self.verdict()
         t = self.table.assign(old=self.table.old.map(lambda x: f'{x:.2f}' if x is not None else '-'), new=self.table.new.map(lambda x: f'{x:.2f}' if x is not None else '-'),
                               change=self.table.change.map(lambda x: f'{100*x:+.1f}%' if x is not None else '-'), ok=self.table.ok.map({True: 'yes', False: 'NO'}))
         head = f'run {self.run_id}: {self.old.model} {self.old.variant} @c{self.old.concurrency}, {self.target} -> {self.new_target}'

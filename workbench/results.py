@@ -72,8 +72,8 @@ def band_words(b:float) -> str:
 
 def is_finding(change:float|None, band:float|None) -> bool|None:
     "Whether a relative change (-0.2 = 20% lower) exceeds its relative band, in log terms (None when either is missing): the one rule."
-    if change is None or band is None or not math.isfinite(change) or not math.isfinite(band) or change <= -1: return None
-    return abs(math.log1p(change)) > math.log1p(band)
+    if change is None or band is None or not math.isfinite(change) or not math.isfinite(band): return None
+    return change <= -1 or abs(math.log1p(change)) > math.log1p(band)        # a total loss is beyond any band
 SIMULATED_ENGINES = ('replay', 'mocker')
 
 class BenchResult(BaseModel):

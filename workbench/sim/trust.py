@@ -171,7 +171,7 @@ def band_of(variant, requests:int, validation:dict|None=None) -> tuple[dict[str,
     groups, twice = groups_changed(variant), bool(partly_modelled(variant))
     out = band_of_groups(v, variant.recipe.id, groups, requests, twice=twice)
     dg = set(changed_groups(recipe_variant(variant.recipe, variant.topology_name), variant))
-    if variant.topology_name != variant.recipe.default_topology: dg.add('topology')        # a study compares against the default topology's recipe
+    if variant.group == 'topology': dg.add('topology')          # a topology variant moved from its study's recipe topology
     out['delta'] = delta_band(v, sorted(dg), requests, twice=twice)
     out['repeat'] = repeat_band(v.get('determinism', {}), len(variant.spec.workers) > 1 and variant.spec.workers[0].role != 'agg',
                                 variant.spec.frontend.routing.mode or 'round-robin', requests)   # the same configuration twice, same seed
