@@ -10,8 +10,8 @@ from ..results import BAND_KEYS
 
 # %% auto #0
 __all__ = ['MODELLED', 'INTERVAL', 'REPEAT_REQUESTS', 'unmodelled', 'partly_modelled', 'fitted_topologies', 'groups_changed',
-           'interval', 'combine', 'coverage', 'sharpness', 'sample_bias', 'effect_band', 'band_of_groups',
-           'repeat_band', 'delta_band', 'band_of']
+           'interval', 'combine', 'coverage', 'sharpness', 'sample_bias', 'effect_band', 'bias_stands_out',
+           'band_of_groups', 'repeat_band', 'delta_band', 'band_of']
 
 # %% ../../nbs/10g_sim_trust.ipynb #2b6f7728
 MODELLED = {
@@ -132,13 +132,17 @@ def effect_band(v:dict, groups:list[str], key:str, *, twice:bool=False) -> float
     bands = [(eff.get(g) or {}).get(key) or pooled for g in groups]
     return combine(*bands, *(bands if twice else []))
 
+def bias_stands_out(v:dict, key:str, bias:float, requests:int) -> bool:
+    "Whether a short sample's bias stands out of the seed noise of the two samples it compares (twice it, or more): the one rule."
+    return abs(bias) > 2*math.hypot(_noise(v, key, requests) or 0.0, _noise(v, key, v.get('noise_requests', 1805)) or 0.0)
+
 def band_of_groups(v:dict, model:str, groups:list[str], requests:int, *, twice:bool=False) -> dict[str, float]:
     """Per band key: the band of a point of `model` that differs from its fitted configurations in `groups`, at `requests` (a short sample's
     bias against the trace-sized one counts only where it stands out of the seed noise of the two: twice it, or more)."""
     fitted, bias, out = v.get('bands', {}).get('fitted', {}), sample_bias(v.get('stability', []), model, requests), {}
     for key in BAND_KEYS:
         nz = _noise(v, key, requests)
-        real = key in bias and abs(bias[key]) > 2*math.hypot(nz or 0.0, _noise(v, key, v.get('noise_requests', 1805)) or 0.0)
+        real = key in bias and bias_stands_out(v, key, bias[key], requests)
         b = combine(fitted.get(key), effect_band(v, groups, key, twice=twice) if groups else None, nz, abs(bias[key]) if real else None)
         if b is not None: out[key] = round(b, 4)
     return out
@@ -176,7 +180,7 @@ def band_of(variant, requests:int, validation:dict|None=None) -> tuple[dict[str,
     out['repeat'] = repeat_band(v.get('determinism', {}), len(variant.spec.workers) > 1 and variant.spec.workers[0].role != 'agg',
                                 variant.spec.frontend.routing.mode or 'round-robin', requests)   # the same configuration twice, same seed
     bias = sample_bias(v.get('stability', []), variant.recipe.id, requests).get('output_token_throughput', 0.0)
-    big = abs(bias) > 2*(_noise(v, 'output_token_throughput', requests) or 0.0)
+    big = bias_stands_out(v, 'output_token_throughput', bias, requests)          # the band adds it on the same rule
     basis = (f"{INTERVAL:.0%} prediction interval from held-out errors over {len(v['models'])} models"
              + (f", the {'+'.join(groups)} effect band{'s' if len(groups) > 1 else ''}" if groups else ', a fitted configuration')
              + (' (twice: partly modelled)' if twice else '') + (" and the ledger's measured points" if led else '')
