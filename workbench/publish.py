@@ -62,10 +62,9 @@ def _img(path:Path) -> str:
     return f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()}">'
 
 # %% ../nbs/34_publish.ipynb #129edf82
-def _findings_html(out:StudyOutcome, pvr:pd.DataFrame) -> str:
+def _findings_html(out:StudyOutcome, pvr:pd.DataFrame, lines:list[str]) -> str:
     "The Findings table and the Reproduction block (misses and contradicted orders) of the report, from `workbench.findings`."
     f, rep = fd.findings_table(study_deltas(out)), fd.reproduction_table(pvr)
-    lines = study_findings(out, pvr)
     miss = rep[rep.verdict == 'outside its band'] if len(rep) else rep
     orders = [l.strip() for l in lines if l.strip().startswith('CONTRADICTS ')]
     return (f'<p>{html.escape(lines[0])}</p>' + (html_table(f.drop(columns=['rests_on'])) + f'<p class="muted">{html.escape(lines[len(f) + 1])}</p>'
@@ -76,8 +75,9 @@ def _findings_html(out:StudyOutcome, pvr:pd.DataFrame) -> str:
             + ''.join(f'<p><b>{html.escape(o)}</b></p>' for o in orders))
 
 def html_report(out:StudyOutcome, recipe:Recipe, folder, *, summary:str, pvr:pd.DataFrame, best:pd.DataFrame, table:pd.DataFrame,
-                links:dict|None=None) -> str:
-    "The study's self-contained HTML report (summary, published vs reproduced, best per group, charts, every point with its MLflow link, exclusions)."
+                links:dict|None=None, findings:list[str]|None=None) -> str:
+    """The study's self-contained HTML report (findings, summary, published vs reproduced, best per group, charts, every point with its
+    MLflow link, exclusions); `findings`: the study's `study_findings` lines when the caller has them."""
     ui = layout.ui_base(out.tracking_uri or tracking.tracking_uri())
     runs = links or {}
     url = lambda h, c: layout.run_url(ui, out.experiment_id, runs[(h, int(c))]) if (h, int(c)) in runs and out.experiment_id else None
@@ -90,7 +90,7 @@ def html_report(out:StudyOutcome, recipe:Recipe, folder, *, summary:str, pvr:pd.
     charts = ''.join(f'<h3>{html.escape(n.replace("_", " "))}</h3>{_img(Path(folder)/f"{n}.png")}' for n in CHARTS if (Path(folder)/f'{n}.png').exists())
     body = [f'<h1>{html.escape(recipe.display_name)} study {html.escape(out.study)} on {html.escape(out.target)}</h1>',
             f'<div class="banner">{html.escape(src)}</div>' if src else '', where,
-            '<h2>Findings</h2>', _findings_html(out, pvr),
+            '<h2>Findings</h2>', _findings_html(out, pvr, findings if findings is not None else study_findings(out, pvr)),
             '<h2>Summary</h2>', f'<pre>{html.escape(summary)}</pre>',
             '<h2>Published vs reproduced</h2>', html_table(pvr[[c for c in ('label', 'topology', 'concurrency', 'metric', 'published', 'reproduced', 'ratio', 'provenance', 'band', 'note') if c in pvr.columns]]),
             '<h2>Best per setting group under the SLA</h2>', html_table(best.drop(columns=['target'], errors='ignore')),
@@ -116,7 +116,8 @@ def publish_study(out:StudyOutcome, recipe:Recipe, folder, *, summary:str|None=N
     summary = summary or summary_text(out, recipe, pvr, best)
     (folder/'summary.txt').write_text(summary)
     page = folder/'report.html'
-    page.write_text(html_report(out, recipe, folder, summary=summary, pvr=pvr, best=best, table=table, links=point_runs(out)))
+    lines = study_findings(out, pvr)                     # the Findings and Reproduction blocks, once, for the report and MLflow
+    page.write_text(html_report(out, recipe, folder, summary=summary, pvr=pvr, best=best, table=table, links=point_runs(out), findings=lines))
     if out.run_id:
         c = tracking.client(out.tracking_uri)
         keep = ['label', 'group', 'topology', 'concurrency', 'output_tok_s_per_gpu', 'user_tok_s', 'ttft_p50_ms', 'sla_passed', 'provenance', 'band', 'check', 'variant_hash']
@@ -124,6 +125,6 @@ def publish_study(out:StudyOutcome, recipe:Recipe, folder, *, summary:str|None=N
         if len(best): tracking._retry(c.log_table, out.run_id, _json_frame(best), 'tables/best_per_group.json')
         tracking.log_files(c, out.run_id, [folder/'summary.txt', page], 'report')
         head = summary.split('\n\n')[0]
-        note = '\n'.join([head, '', *study_findings(out, pvr), '', 'Report: report/report.html; summary: report/summary.txt.'])
+        note = '\n'.join([head, '', *lines, '', 'Report: report/report.html; summary: report/summary.txt.'])
         tracking.log_batch(c, out.run_id, metrics=summary_metrics(out, best), tags={'mlflow.note.content': note})
     return {'summary': folder/'summary.txt', 'report': page, 'best': best, 'pvr': pvr}
