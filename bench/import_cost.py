@@ -36,8 +36,8 @@ def fresh(code:str, repeat:int) -> float:
 def warm_study(repeat:int=3) -> tuple[float, float, int]:
     "(wall, seconds inside the replay engine, points) of a small study in this process with warm caches (best of `repeat`)."
     import workbench.sim.engine as sim
-    from workbench import tracking
-    from workbench.study import run_study
+    from workbench.tracking import runs as tracking
+    from workbench.studies.study import run_study
     spent = [0.0]
     real = sim.replay
     def timed(*a, **k):

@@ -13,9 +13,9 @@ host and the workbench, not a model.
 """
 import argparse, json, os, time
 from pathlib import Path
-from workbench.core import runs_dir
-from workbench.aiperf import AIPerfSpec, load_aiperf_export
-from workbench.modelfolder import local_model
+from workbench.base.core import runs_dir
+from workbench.targets.aiperf import AIPerfSpec, load_aiperf_export
+from workbench.targets.modelfolder import local_model
 from workbench.targets.local import LocalGraph, WorkerSpec, fixture_profile, run_points, smoke_check
 
 

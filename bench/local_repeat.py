@@ -10,11 +10,11 @@ Load the host on purpose to see the loaded figure, e.g. two `python3 -c "while T
 a numpy matmul loop and `dd ... conv=fsync` in a loop (a CI-like load of about 3 per core).
 """
 import argparse, os, statistics, tempfile, time
-from workbench.core import env_set
-from workbench.recipes import load_recipe
-from workbench.variants import recipe_variant
+from workbench.base.core import env_set
+from workbench.domain.recipes import load_recipe
+from workbench.domain.variants import recipe_variant
 from workbench.targets.local import LocalTarget
-from workbench.reproduce import load_per_core
+from workbench.studies.reproduce import load_per_core
 
 STATS = (('time_to_first_token', 'p50', 'TTFT p50 (ms)'), ('inter_token_latency', 'p50', 'ITL p50 (ms)'), (None, None, 'tok/s/GPU'))
 

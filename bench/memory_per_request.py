@@ -2,7 +2,7 @@
 
 Each measurement runs in a fresh process (`ru_maxrss`), simulates the Motif 3 recipe (uncalibrated: the calibration's own
 replays would blur the slope) at one concurrency, and prints the peak RSS. The slope between request counts is what a
-study refuses against (`workbench.study` refuses a point whose estimate is over half the memory available).
+study refuses against (`workbench.studies.study` refuses a point whose estimate is over half the memory available).
 
 Usage: .venv/bin/python bench/memory_per_request.py [--requests 4000,16000] [--concurrency 8,512] [--model motif-3]
 """
@@ -11,7 +11,7 @@ import argparse, json, subprocess, sys
 CHILD = r'''
 import json, resource, sys
 from workbench.targets.sim import SimTarget
-from workbench.variants import recipe_variant
+from workbench.domain.variants import recipe_variant
 n, c, m = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 SimTarget(requests=n, calibrate=False, progress=False).run(recipe_variant(m), [c])
 print(json.dumps({'requests': n, 'concurrency': c, 'peak_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024}))

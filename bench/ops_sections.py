@@ -6,11 +6,11 @@ Every number printed is simulated (DynoSim replay with the recipe's stand-in tim
 import argparse, os, time
 os.environ.setdefault('DYN_LOG', 'error')
 import pandas as pd
-from workbench.variants import recipe_variant
-from workbench.recipes import load_traces
+from workbench.domain.variants import recipe_variant
+from workbench.domain.recipes import load_traces
 from workbench.targets.sim import variant_setup, simulate, SimWorkload
-from workbench.diagnosis import diagnosis_record, offload_study
-from workbench.planner import ramp_trace, autoscale_compare, planner_status
+from workbench.evidence.diagnosis import diagnosis_record, offload_study
+from workbench.evidence.planner import ramp_trace, autoscale_compare, planner_status
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -28,7 +28,7 @@ def main(argv=None) -> int:
     p.add_argument('--log', action='store_true', help='also time MLflow logging, chart and winner (a throw-away store)')
     p.add_argument('--workers', type=int, default=1, help='search processes sharing one optuna study (default 1)')
     a = p.parse_args(argv)
-    from workbench.recipes import list_recipes
+    from workbench.domain.recipes import list_recipes
     landings = [bench(m, a) for m in (list_recipes() if a.models == ['all'] else a.models)]
     if len(landings) > 1: print('\nwhere each search lands:\n' + '\n'.join(landings))
     return 0
@@ -37,9 +37,9 @@ def bench(model:str, a) -> str:
     "Search `model` once, print the timings; returns where it lands against the recipe."
     a.model = model
     t0, c0 = time.monotonic(), cpu_s()
-    from workbench.search import search, landing
+    from workbench.search.space import search, landing
     from workbench.targets.sim import SimTarget
-    from workbench.variants import recipe_variant
+    from workbench.domain.variants import recipe_variant
     SimTarget(progress=False).pricing(recipe_variant(a.model))      # prices: the shipped validation, or a fit made once (timed apart)
     t1, c1 = time.monotonic(), cpu_s()
     out = search(a.model, gpus=a.gpus, budget_s=a.budget_s, requests=a.requests, seed=a.seed, workers=a.workers)
@@ -53,8 +53,9 @@ def bench(model:str, a) -> str:
     print(f'goal: under 60 s to the frontier: {"met" if t2 - t1 < 60 else "NOT met"}')
     print(landing(out))
     if a.log:
-        from workbench.search_run import log_points, log_tables, frontier_chart, write_winner
-        from workbench import tracking, report
+        from workbench.search.run import log_points, log_tables, frontier_chart, write_winner
+        from workbench.tracking import runs as tracking
+        from workbench.studies import report
         d = tempfile.mkdtemp()
         with tracking.study_run(a.model, 'bench-search', params={'bench': True}, tracking_uri=f'sqlite:///{d}/mlflow.db') as s:
             t3 = time.monotonic(); log_points(s, out); log_tables(s, out); t4 = time.monotonic()

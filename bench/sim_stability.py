@@ -9,9 +9,9 @@ Takes about 10 minutes per model on 2 cores when the calibrations are not cached
 """
 import argparse, time
 import pandas as pd
-from workbench.recipes import load_recipe, list_recipes
-from workbench.variants import recipe_variant
-from workbench.sla import search_sla_max
+from workbench.domain.recipes import load_recipe, list_recipes
+from workbench.domain.variants import recipe_variant
+from workbench.domain.sla import search_sla_max
 from workbench.targets import sim
 from workbench.targets.replay import simulate
 

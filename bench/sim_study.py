@@ -26,7 +26,7 @@ VARIANTS = [  # the 12 one-group variants (a Motif-3-shaped set; a variant a rec
 
 def variants(model, quiet=True):
     "Baseline, recipe and the one-group variants this recipe accepts."
-    from workbench.variants import recipe_variant, baseline, variant
+    from workbench.domain.variants import recipe_variant, baseline, variant
     rv = recipe_variant(model); out = [baseline(model), rv]
     for g, ch in VARIANTS:
         try: out.append(variant(rv, g, **ch))

@@ -2,7 +2,7 @@
 
 Not a timed test: it prints what happened. Reported:
   points     - planned, run, reused, failed (per part), and after the run: FINISHED child runs, duplicates, runs left RUNNING
-  retries    - how often this process retried a locked sqlite store (workbench.tracking.RETRIES)
+  retries    - how often this process retried a locked sqlite store (workbench.tracking.runs.RETRIES)
   time       - wall and CPU seconds per part, and of the resume (which must run nothing)
   memory     - this process's RSS before, after the sim part, after the live part and after the resume; tracemalloc's
                current/peak Python allocations over the whole soak (the live graph's own processes are not counted)
@@ -42,8 +42,8 @@ def store_check(db:Path) -> dict:
 
 def sim_concurrencies(target:int) -> dict[str, list[int]]:
     "Concurrencies per model so that the models' full plans add up to at least `target` points."
-    from workbench.recipes import list_recipes
-    from workbench.study import plan_study
+    from workbench.domain.recipes import list_recipes
+    from workbench.studies.study import plan_study
     ladder = [1, 4, 16, 64, 2, 8, 32, 128, 256, 3, 6, 12, 24, 48, 96]
     nv = {m: sum(1 for p in plan_study(m) if p.variant) for m in list_recipes()}
     k = {m: 1 for m in nv}
@@ -69,8 +69,8 @@ def main():
     a = ap.parse_args()
     runs = Path(tempfile.mkdtemp(prefix='soak-')); os.environ['WORKBENCH_RUNS'] = str(runs)
     tracemalloc.start()
-    from workbench import tracking
-    from workbench.study import run_study
+    from workbench.tracking import runs as tracking
+    from workbench.studies.study import run_study
     rss = {'start': rss_mb()}
     db = runs/'mlflow.db'; uri = tracking.fresh_store(db)
     r0 = tracking.RETRIES['locked']

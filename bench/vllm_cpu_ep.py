@@ -1,6 +1,6 @@
 """Which parallel layouts of the generated MoE serve correctly on vLLM's CPU build, and how long the engine takes to start.
 
-Motif 3's aggregated worker flags (workbench.targets.vllm_cpu.engine_flags) are started as a live graph in several layouts
+Motif 3's aggregated worker flags (workbench.targets.vllm.target.engine_flags) are started as a live graph in several layouts
 (TP2 with and without expert parallelism, TP1 with it; with and without MTP), and the same prompts (English text from
 AIPerf's corpus, then the checks' smoke prompt) are sent to each at temperature 0.6 with special tokens kept in the text. A healthy engine on random weights answers with ordinary tokens of
 the generated vocabulary; a corrupted one returns special tokens (the sampler's answer to non-finite logits). Printed per
@@ -14,11 +14,11 @@ Usage: .venv/bin/python bench/vllm_cpu_ep.py [--prompts 24] [--out runs/bench/vl
 """
 import argparse, json, time
 import httpx
-from workbench.core import runs_dir
+from workbench.base.core import runs_dir
 from pathlib import Path
-from workbench.checks_endpoint import SMOKE_PROMPT
-from workbench.variants import recipe_variant, baseline
-from workbench.targets.vllm_cpu import VllmTarget, VllmGraph, split_flags
+from workbench.checks.endpoint import SMOKE_PROMPT
+from workbench.domain.variants import recipe_variant, baseline
+from workbench.targets.vllm.target import VllmTarget, VllmGraph, split_flags
 
 SPECIAL = ('<|endoftext|>', '<|im_start|>', '<|im_end|>')
 LAYOUTS = {'TP2 + EP': (baseline, {'--tensor-parallel-size': '2', '--enable-expert-parallel': None}),

@@ -8,8 +8,8 @@ Every process it starts is stopped by `close` (or the `with` block).
 import base64, itertools, json, os, shutil, signal, subprocess, tempfile, time, urllib.request
 from pathlib import Path
 
-from workbench.core import free_port
-from workbench.tracking import chromium
+from workbench.base.core import free_port
+from workbench.tracking.runs import chromium
 
 FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-dev-shm-usage',
          '--disable-background-networking', '--disable-component-update', '--disable-sync', '--hide-scrollbars',

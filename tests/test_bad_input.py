@@ -210,8 +210,8 @@ def _corrupt_store(tmp, env):
 
 def _mangled_store(tmp, env):
     "A real MLflow store with pages overwritten (a disk error, a copy cut short)."
-    from workbench.core import env_set
-    from workbench.tracking import fresh_store, sqlite_path
+    from workbench.base.core import env_set
+    from workbench.tracking.runs import fresh_store, sqlite_path
     r = tmp/'runs'; r.mkdir()
     with env_set(WORKBENCH_RUNS=str(tmp/'tpl')): db = Path(sqlite_path(fresh_store(tmp/'tpl'/'good.db')))
     b = bytearray(db.read_bytes()); b[4096:16384] = b'\xff' * 12288
@@ -356,8 +356,8 @@ def test_corpus_is_big_enough():
 
 def test_real_recipes_load_unchanged():
     "Validation accepts all four real recipes as they are (their values are facts from public sources)."
-    from workbench.recipes import list_recipes, load_recipe
-    from workbench.recipes import load_traces, load_gpu
+    from workbench.domain.recipes import list_recipes, load_recipe
+    from workbench.domain.recipes import load_traces, load_gpu
     assert [load_recipe(m).id for m in list_recipes()] == ['ax-k2', 'k-exaone-2', 'motif-3', 'solar-open-2']
     assert len(load_recipe('k-exaone-2').published_effects) >= 1 and load_gpu('B200').nic_gbps > 0
     t = load_traces()       # traces.yaml shares one sessions block through an ordinary YAML alias: allowed
@@ -399,7 +399,7 @@ def test_bad_input(case):
 def test_ui_port_in_use_creates_nothing(tmp_path):
     "`workbench ui` on a port that is taken: one line, nothing created (no runs/cache, no store, no server)."
     s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()
-    from workbench.tracking import fresh_store
+    from workbench.tracking.runs import fresh_store
     try:
         runs = tmp_path/'runs'; env = {**os.environ, 'WORKBENCH_RUNS': str(runs), 'HOME': str(tmp_path)}
         fresh_store(tmp_path/'store'/'mlflow.db'); shutil.rmtree(runs, ignore_errors=True)

@@ -79,7 +79,7 @@ def unreadable_recipes():
 def test_unreadable_recipes_folder_is_named_by_the_library(unreadable_recipes):
     "`run_study` (and `load_recipe`) name the folder that cannot be read and the fix, instead of 'unknown model ... use one of []'."
     d = unreadable_recipes
-    code = ('from workbench.study import run_study\n'
+    code = ('from workbench.studies.study import run_study\n'
             'try: run_study("motif-3", progress=False)\n'
             'except Exception as e: print(type(e).__name__, e)')
     rc, out, err = run([sys.executable, '-c', code], env_with(WORKBENCH_HOME=d, WORKBENCH_RUNS=d/'runs'), nobody=True)

@@ -6,7 +6,7 @@ import os, shlex, subprocess, sys
 from pathlib import Path
 import pytest, yaml
 from workbench.cli import parser
-from workbench.batch import load_batch
+from workbench.studies.batch import load_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 CI = ROOT/'examples'/'ci'

@@ -75,8 +75,8 @@ def test_ctrl_c_during_a_run(tmp_path):
     runs = c.search_runs([e.experiment_id for e in c.search_experiments()], max_results=1000)
     assert runs and not [r.info.run_name for r in runs if r.info.status == 'RUNNING'], [(r.info.run_name, r.info.status) for r in runs]
     assert any(r.info.status == 'KILLED' for r in runs), [(r.info.run_name, r.info.status) for r in runs]   # the cell in flight was interrupted
-    from workbench.lock import lock_holder, lock_path
-    from workbench.core import env_set
+    from workbench.tracking.lock import lock_holder, lock_path
+    from workbench.base.core import env_set
     with env_set(WORKBENCH_RUNS=str(tmp_path/'runs')):
         locks = list((tmp_path/'runs'/'locks').glob('*.lock'))
         assert locks and all(lock_holder(f) is None for f in locks), f'a study lock is still held: {locks}'
@@ -85,7 +85,7 @@ def test_ctrl_c_during_a_run(tmp_path):
 def test_make_lab_opens_the_study_notebook(tmp_path):
     """`make lab` prints a URL (token included) that opens the Motif 3 study notebook, and the bare address redirects there too:
     JupyterLab 4's own default_url (LabApp's `/lab`, the Launcher) would otherwise win over ServerApp.default_url."""
-    from workbench.core import free_port
+    from workbench.base.core import free_port
     port = free_port()
     env = {**os.environ, 'JUPYTER_RUNTIME_DIR': str(tmp_path/'runtime'), 'JUPYTER_CONFIG_DIR': str(tmp_path/'config')}
     log = open(tmp_path/'lab.log', 'w+')

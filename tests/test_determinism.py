@@ -9,7 +9,7 @@ from pathlib import Path
 CODE = """
 import json, sys
 from workbench.targets.sim import SimTarget
-from workbench.variants import recipe_variant, baseline
+from workbench.domain.variants import recipe_variant, baseline
 model, topology, c, base = sys.argv[1], sys.argv[2] or None, int(sys.argv[3]), sys.argv[4] == 'baseline'
 r = SimTarget(requests=200, progress=False).point((baseline if base else recipe_variant)(model, topology), c, telemetry_ms=None)
 print('RESULT ' + json.dumps({'metrics': {k: m.model_dump() for k, m in r.metrics.items()}, 'reuse': r.prefix_cache_hit_rate,
@@ -25,7 +25,7 @@ def _point(runs:Path, model:str, topology:str, c:int, base:str='recipe') -> dict
 
 def _runs(tmp_path:Path, name:str) -> Path:
     "A runs folder that shares the checkout's profile and pilot caches but keeps its own points."
-    from workbench.core import runs_dir
+    from workbench.base.core import runs_dir
     d = tmp_path/name; (d/'cache').mkdir(parents=True)
     for sub in ('profiles', 'prefix', 'traces', 'standins', 'calibrations'):
         src = runs_dir()/'cache'/sub; src.mkdir(parents=True, exist_ok=True); (d/'cache'/sub).symlink_to(src.resolve())

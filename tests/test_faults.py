@@ -28,7 +28,7 @@ LOCAL_ARGS = ['run', 'k-exaone-2', '--target', 'local', '-p', "groups=['kernels'
 
 RUNNER = r'''
 import sys, json
-from workbench.study import run_study
+from workbench.studies.study import run_study
 a = json.loads(sys.argv[1])
 o = run_study(a['model'], groups=a['groups'], concurrencies=a['concurrencies'], request_count=a['request_count'], tracking_uri=a['uri'],
               target=a['target'], progress=False, target_options=a['target_options'], rerun_failed=a.get('rerun_failed', False))
@@ -331,8 +331,8 @@ class FakeOperator(threading.Thread):
     def __init__(self, cl):
         super().__init__(daemon=True); self.cl, self.stop = cl, threading.Event()
     def run(self):
-        from workbench.constants import DGD_GROUP, DGD_VERSION, DGD_PLURAL, MANAGED_BY
-        from workbench.targets.k8s_deploy import _now
+        from workbench.base.constants import DGD_GROUP, DGD_VERSION, DGD_PLURAL, MANAGED_BY
+        from workbench.targets.k8s.deploy import _now
         sel = ','.join(f'{k}={v}' for k, v in MANAGED_BY.items()); cl = self.cl
         while not self.stop.is_set():
             try:
@@ -367,14 +367,14 @@ def test_apiserver_restart_under_k8s_study(private_apiserver, tmp_path, monkeypa
     points in flight naming the API server and the deadline; each study's teardown leaves none of its objects (Jobs included)."""
     import uuid
     from kubernetes import client as k
-    import workbench.targets.k8s_bench as kb
-    from workbench.constants import EXPORT_BEGIN, EXPORT_END
-    from workbench.manifests import render_all
-    from workbench.study import run_study, plan_study
-    from workbench.targets.k8s import K8sTarget
-    from workbench.targets.k8s_cluster import connect, referenced_secrets, K8S_RETRIES
-    from workbench.targets.k8s_deploy import managed_objects
-    from workbench.variants import recipe_variant
+    import workbench.targets.k8s.bench as kb
+    from workbench.base.constants import EXPORT_BEGIN, EXPORT_END
+    from workbench.targets.k8s.manifests import render_all
+    from workbench.studies.study import run_study, plan_study
+    from workbench.targets.k8s.target import K8sTarget
+    from workbench.targets.k8s.cluster import connect, referenced_secrets, K8S_RETRIES
+    from workbench.targets.k8s.deploy import managed_objects
+    from workbench.domain.variants import recipe_variant
     monkeypatch.setenv('WORKBENCH_RUNS', str(tmp_path/'runs'))
     kc = str(private_apiserver/'kubeconfig'); ns = f'wb-faults-{uuid.uuid4().hex[:6]}'
     admin = connect(kc, namespace='default'); admin.core.create_namespace(k.V1Namespace(metadata=k.V1ObjectMeta(name=ns)))

@@ -1,4 +1,4 @@
-"The workbench package has no import cycle (function-level imports included), and the checker finds one when there is."
+"The workbench package has no import cycle (function-level imports included) and keeps its folder order; the checker finds both."
 import sys
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]/'tools'))
@@ -7,7 +7,7 @@ import import_graph as ig
 def test_no_import_cycle():
     "Every module imports only modules below it: the import graph of workbench/ is acyclic."
     g = ig.graph()
-    assert 'workbench.study' in g and 'workbench.targets.sim' in g
+    assert 'workbench.studies.study' in g and 'workbench.targets.sim' in g
     assert ig.cycles(g) == [], ig.cycles(g)
     assert ig.layers(g)[0], 'no bottom layer'
 
@@ -25,3 +25,14 @@ def test_function_level_imports_count(tmp_path, monkeypatch):
     monkeypatch.setattr(ig, 'ROOT', tmp_path); monkeypatch.setattr(ig, 'PKG', pkg)
     g = ig.graph()
     assert g['workbench.low'] == {'workbench.high'} and ig.cycles(g) == [['workbench.high', 'workbench.low']]
+
+def test_folder_order():
+    "Each folder imports only the folders before it (base, domain, sim, tracking, checks, targets, studies, search, evidence, cli)."
+    assert ig.upward(ig.graph()) == []
+
+def test_upward_import_is_found():
+    "A domain module importing a target climbs the order and is reported; a sibling import is not (the checker can fail)."
+    g = {'workbench.domain.results': {'workbench.targets.sim', 'workbench.domain.sla'}, 'workbench.domain.sla': set(),
+         'workbench.targets.sim': {'workbench.domain.results'}, 'workbench.loose': set()}
+    up = ig.upward(g)
+    assert len(up) == 2 and 'workbench.domain.results imports workbench.targets.sim' in up[0] and 'workbench.loose is in no folder' in up[1]

@@ -1,4 +1,4 @@
-"Every library notebook is a test: run each one with nbdev's test runner so pytest reports per notebook."
+"Every library notebook (nbs/NN_folder/..., one folder per package folder) is a test: run each one with nbdev's test runner so pytest reports per notebook."
 import os
 from pathlib import Path
 import pytest
@@ -8,9 +8,9 @@ from nbdev.test import test_nb as run_nb
 NBS = Path(__file__).resolve().parents[1]/'nbs'
 FLAGS = os.environ.get('NBDEV_TEST_FLAGS', '').split()
 SKIP = get_config(path=NBS.parent).tst_flags.split()     # settings.ini: cells with these flags run only when forced
-NOTEBOOKS = sorted(p for p in NBS.glob('*.ipynb') if not p.name.startswith('_'))
+NOTEBOOKS = sorted(p for p in NBS.glob('[0-9]*/**/*.ipynb') if not p.name.startswith('_') and '.ipynb_checkpoints' not in p.parts)
 
-@pytest.mark.parametrize('nb', NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+@pytest.mark.parametrize('nb', NOTEBOOKS, ids=[str(p.relative_to(NBS).with_suffix('')) for p in NOTEBOOKS])
 def test_notebook(nb, monkeypatch):
     "Run every cell of `nb` (cells flagged notest, or with a flag not in NBDEV_TEST_FLAGS, are skipped)."
     monkeypatch.chdir(NBS)

@@ -18,8 +18,8 @@ slow = pytest.mark.skipif(os.environ.get('WORKBENCH_SKIP_SLOW') == '1', reason='
 SIM_OPTIONS = {'progress': False, 'calibrate': False}
 RUNNER = r'''
 import sys, json
-from workbench.study import run_study
-from workbench.tracking import RETRIES
+from workbench.studies.study import run_study
+from workbench.tracking.runs import RETRIES
 a = json.loads(sys.argv[1])
 o = run_study(a['model'], groups=a['groups'], concurrencies=a['concurrencies'], request_count=a['request_count'], seed=a.get('seed', 42),
               tracking_uri=a['uri'], study=a['study'], target=a.get('target', 'sim'), progress=False,
@@ -93,8 +93,8 @@ def wait_for(cond, timeout:float, what:str, proc=None):
 @slow
 def test_sigkill_mid_sweep_then_resume(runs, capsys):
     "Completed points are kept exactly once, the interrupted ones re-run, nothing stays RUNNING, stale runs say why."
-    from workbench import tracking
-    from workbench.study import run_study, plan_study
+    from workbench.tracking import runs as tracking
+    from workbench.studies.study import run_study, plan_study
     db = runs/'mlflow.db'; uri = tracking.fresh_store(db)
     a = dict(model='motif-3', groups=['parallelism', 'speculative'], concurrencies=[1, 4], request_count=30, uri=uri, study='crash')
     n_points = sum(1 for p in plan_study('motif-3', groups=a['groups']) if p.variant)*len(a['concurrencies'])
@@ -134,8 +134,8 @@ def test_sigkill_mid_sweep_then_resume(runs, capsys):
 @slow
 def test_four_concurrent_studies_lose_no_run(runs):
     "Four processes run studies into the same sqlite store at the same moment; every point arrives once and finishes."
-    from workbench import tracking
-    from workbench.study import plan_study
+    from workbench.tracking import runs as tracking
+    from workbench.studies.study import plan_study
     db = runs/'mlflow.db'; uri = f'sqlite:///{db}'   # not created yet: the four race to create store and experiment
     tracking.template_db()
     groups, concs = ['speculative'], [1, 2]
@@ -207,8 +207,8 @@ def test_bad_input_cli(runs, args, says):
 
 def test_bad_input_run_study_creates_nothing(runs):
     "The same mistakes through `run_study` raise before any MLflow run, store or target exists."
-    from workbench.core import WorkbenchError
-    from workbench.study import run_study
+    from workbench.base.core import WorkbenchError
+    from workbench.studies.study import run_study
     uri = f"sqlite:///{runs/'mlflow.db'}"
     cases = [(dict(model='nope'), "unknown model 'nope'"),
              (dict(custom={'cache': [{'tensor_parallel_size': 4}]}), 'a variant changes one group at a time'),
@@ -223,8 +223,8 @@ def test_bad_input_run_study_creates_nothing(runs):
 
 def test_missing_nats_server(runs, tmp_path, monkeypatch):
     "No nats-server next to the interpreter: the local target refuses before a run or a process exists."
-    from workbench.core import WorkbenchError
-    from workbench.study import run_study
+    from workbench.base.core import WorkbenchError
+    from workbench.studies.study import run_study
     from workbench.targets.local import LocalGraph
     fake = tmp_path/'bin'/'python'; fake.parent.mkdir(); fake.symlink_to(sys.executable)
     monkeypatch.setattr(sys, 'executable', str(fake))
@@ -238,8 +238,8 @@ def test_missing_nats_server(runs, tmp_path, monkeypatch):
 
 def test_unreachable_cluster(runs, tmp_path):
     "A kubeconfig pointing at a closed 127.0.0.1 port: the k8s study stops at once, naming the server, with nothing created."
-    from workbench.core import WorkbenchError
-    from workbench.study import run_study
+    from workbench.base.core import WorkbenchError
+    from workbench.studies.study import run_study
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
     kc = tmp_path/'kubeconfig'
     kc.write_text(f"""apiVersion: v1
@@ -264,10 +264,10 @@ current-context: x
 def test_failing_target_records_failed_points(runs):
     """A target that crashes mid-run (a worker died, AIPerf failed every request): its points are FAILED with the error,
     completed points are kept, the study goes on, and a later run retries them only when asked."""
-    from workbench import tracking
-    from workbench.core import WorkbenchError
-    from workbench.results import BenchResult, Metric
-    from workbench.study import run_study
+    from workbench.tracking import runs as tracking
+    from workbench.base.core import WorkbenchError
+    from workbench.domain.results import BenchResult, Metric
+    from workbench.studies.study import run_study
     from workbench.targets.base import BaseTarget
 
     class Crashy(BaseTarget):
@@ -279,7 +279,7 @@ def test_failing_target_records_failed_points(runs):
                 raise WorkbenchError('agg0 (pid 4242) exited with -9; log /x/agg0.log', 'run point c=1 (a process died during the point)', 'read the log')
             return [BenchResult(model=v.recipe.id, variant=v.name, variant_hash=v.hash, topology=v.topology_name, target='sim', engine='replay',
                                 concurrency=c, total_gpus=v.total_gpus, metrics={'output_token_throughput': Metric(avg=100.0*c)}) for c in concs]
-    from workbench.study import plan_study
+    from workbench.studies.study import plan_study
     nf = 2*sum(1 for p in plan_study('motif-3', groups=['speculative']) if p.variant and p.group == 'speculative')
     uri = tracking.fresh_store(runs/'mlflow.db'); t = Crashy()
     o = run_study('motif-3', target=t, groups=['speculative'], concurrencies=[1, 2], tracking_uri=uri, progress=False)
@@ -299,8 +299,8 @@ def test_failing_target_records_failed_points(runs):
 @slow
 def test_aiperf_every_request_fails(tmp_path):
     "AIPerf pointed at a server that answers nothing: a WorkbenchError naming the log and the cause, and no AIPerf process left."
-    from workbench.aiperf import AIPerfSpec, run_aiperf
-    from workbench.core import WorkbenchError
+    from workbench.targets.aiperf import AIPerfSpec, run_aiperf
+    from workbench.base.core import WorkbenchError
     from workbench.targets.local import local_model
     m = local_model()
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
@@ -317,7 +317,7 @@ def test_aiperf_every_request_fails(tmp_path):
 def test_local_frontend_port_in_use(runs, monkeypatch):
     "The frontend's port is taken between choosing and binding it: the graph start fails naming the frontend and its log, and stops every process it started."
     import workbench.targets.local as local
-    from workbench.core import WorkbenchError
+    from workbench.base.core import WorkbenchError
     busy = socket.socket(); busy.bind(('127.0.0.1', 0)); busy.listen(); taken = busy.getsockname()[1]
     ports = iter([local.free_port(), taken])
     monkeypatch.setattr(local, 'free_port', lambda host='127.0.0.1': next(ports))
@@ -338,7 +338,7 @@ def test_local_frontend_port_in_use(runs, monkeypatch):
 def test_sigkill_live_local_study_leaves_no_process(runs):
     """A live local study is SIGKILLed while its graph serves: PDEATHSIG takes the graph down at once, AIPerf (own session,
     no PDEATHSIG) ends by itself once its requests fail, and the next run marks the study's runs stale."""
-    from workbench import tracking
+    from workbench.tracking import runs as tracking
     db = runs/'mlflow.db'; uri = tracking.fresh_store(db)
     a = dict(model='motif-3', groups=['speculative'], concurrencies=[1], request_count=8, uri=uri, study='live-crash', target='local',
              target_options={'progress': False, 'osl': 32})

@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKBENCH = Path(sys.executable).with_name('workbench')
-from workbench.recipes import list_recipes
+from workbench.domain.recipes import list_recipes
 
 def _search(model:str, uri:str, *extra:str, timeout:int=900) -> subprocess.CompletedProcess:
     "Run `workbench search` as a user does; fail with its output when it exits non-zero."
@@ -88,8 +88,8 @@ def test_two_searches_share_one_study_on_postgresql():
     and one study name work one optuna study together: every trial is in it once, complete, numbered without gaps, and both
     processes' trials are there."""
     import optuna, shutil, tempfile
-    from workbench import server
-    from workbench.search import optuna_storage
+    from workbench.tracking import server
+    from workbench.search.space import optuna_storage
     tmp_path = Path(tempfile.mkdtemp(prefix='wb-search-pg-')); tmp_path.chmod(0o755)    # PostgreSQL's account must enter it (pytest's is private)
     runs = tmp_path/'runs'; runs.mkdir(); runs.chmod(0o755)
     env = {**os.environ, 'WORKBENCH_RUNS': str(runs)}

@@ -12,9 +12,9 @@ Needs Debian's postgresql (tools/install_postgresql.sh; .ci/run installs it).
 import base64, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.error, urllib.request
 from pathlib import Path
 import pytest
-from workbench import server, tracking
-from workbench.recipes import load_recipe
-from workbench.study import plan_study
+from workbench.tracking import server, runs as tracking
+from workbench.domain.recipes import load_recipe
+from workbench.studies.study import plan_study
 from mlflow.server import get_app_client
 
 BIN = Path(sys.executable).parent

@@ -8,7 +8,7 @@ from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = sorted((ROOT/'nbs'/'studies').glob('*.ipynb'))
-from workbench.recipes import list_recipes
+from workbench.domain.recipes import list_recipes
 MODELS = {m.replace('-', '_'): m for m in list_recipes()}   # study notebook stem -> recipe id, from the recipes
 
 def test_every_recipe_has_a_study_notebook():

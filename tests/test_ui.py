@@ -12,8 +12,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from browser import Page
-from workbench import tracking, layout
-from workbench.core import free_port
+from workbench.tracking import runs as tracking, naming as layout
+from workbench.base.core import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT/'runs'/'screenshots'

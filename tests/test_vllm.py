@@ -15,9 +15,11 @@ def _result(c, run):
 
 def test_vllm_study(tmp_path, monkeypatch):
     "recipe (TP2 + MTP) and baseline (TP2) of Motif 3 at concurrency 2: measured, checked (accuracy must fail), diagnosed, in MLflow."
-    from workbench import study as st, diagnosis as dg, tracking
-    from workbench.recipes import load_recipe
-    from workbench.targets.vllm_cpu import PROVENANCE
+    from workbench.studies import study as st
+    from workbench.evidence import diagnosis as dg
+    from workbench.tracking import runs as tracking
+    from workbench.domain.recipes import load_recipe
+    from workbench.targets.vllm.target import PROVENANCE
     monkeypatch.setenv('WORKBENCH_RUNS', str(tmp_path))
     uri = f"sqlite:///{tmp_path/'mlflow.db'}"
     t0 = time.time()

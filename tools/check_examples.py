@@ -1,6 +1,6 @@
 """Export, then example: every `#| export` cell of a library notebook is followed (before the next exported cell)
 by a code cell that asserts something (`test_eq`, `test_fail`, `test_close`, `test`, `assert`), as in
-nbs/31_report.ipynb and nbs/12_sim.ipynb. A cell that only imports is not an export that needs one.
+nbs/06_studies/00_report.ipynb and nbs/05_targets/02_sim.ipynb. A cell that only imports is not an export that needs one.
 `tools/examples_baseline.txt` lists known exceptions as `notebook:name`, one a line (remove a line once fixed).
 Usage: `python tools/check_examples.py [NOTEBOOK ...]`; prints what is missing and exits 1 if anything is.
 """
@@ -31,9 +31,10 @@ def missing(nb:Path) -> list[str]:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    nbs = [Path(a) for a in argv] or sorted(p for p in NBS.glob('*.ipynb') if not p.name.startswith('_'))
+    nbs = [Path(a).resolve() for a in argv] or sorted(p for p in NBS.glob('[0-9]*/**/*.ipynb') if not p.name.startswith('_')
+                                                      and '.ipynb_checkpoints' not in p.parts)
     base = {l.split('#')[0].strip() for l in BASELINE.read_text().splitlines()} - {''} if BASELINE.exists() else set()
-    found = {f'{nb.name}:{n}' for nb in nbs for n in missing(nb)}
+    found = {f'{nb.relative_to(NBS)}:{n}' for nb in nbs for n in missing(nb)}
     bad, stale = sorted(found - base), sorted(b for b in base - found if not argv)
     for b in bad: print(f'{b}: no asserting example after this export')
     for b in stale: print(f'{b}: has an example now: remove it from {BASELINE.name}')

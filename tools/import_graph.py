@@ -1,4 +1,5 @@
-"""Print the import graph of the `workbench` package, layer by layer, and fail on any cycle.
+"""Print the import graph of the `workbench` package, layer by layer, and fail on any cycle or on an import that climbs
+up the folder order (each folder of workbench/ imports only the folders before it in `FOLDERS`, and itself).
 
 Every `import` statement counts, at module level or inside a function (a function-level import that
 closes a circle only hides it until the function runs). Usage: `python tools/import_graph.py [--dot]`.
@@ -8,6 +9,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT/'workbench'
+
+FOLDERS = ['base', 'domain', 'sim', 'tracking', 'checks', 'targets', 'studies', 'search', 'evidence', 'cli']
+
+def folder_of(mod:str) -> str:
+    "The top folder of workbench module `mod` (`workbench.targets.k8s.deploy` -> `targets`; `workbench.cli` -> `cli`)."
+    return mod.split('.')[1]
+
+def upward(g:dict[str, set[str]]) -> list[str]:
+    "Every import from a folder to a folder after it in `FOLDERS` (a module outside every folder is reported too)."
+    out = []
+    for m in sorted(g):
+        if folder_of(m) not in FOLDERS: out.append(f'{m} is in no folder of {FOLDERS}'); continue
+        for d in sorted(g[m]):
+            if folder_of(d) not in FOLDERS or FOLDERS.index(folder_of(d)) > FOLDERS.index(folder_of(m)):
+                out.append(f'{m} imports {d}: {folder_of(m)}/ may import only {", ".join(FOLDERS[:FOLDERS.index(folder_of(m)) + 1])}')
+    return out
 
 def module_name(path:Path) -> str:
     "Dotted module name of a file under workbench/ (a package's __init__ is the package)."
@@ -81,6 +98,9 @@ def main(argv=None) -> int:
     g = graph()
     if cs := cycles(g):
         for c in cs: print('import cycle: ' + ' <-> '.join(c))
+        return 1
+    if up := upward(g):
+        for u in up: print('import against the folder order: ' + u)
         return 1
     if '--dot' in argv:
         print('digraph workbench {'); [print(f'  "{a}" -> "{b}";') for a in sorted(g) for b in sorted(g[a])]; print('}')

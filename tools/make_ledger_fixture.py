@@ -1,7 +1,7 @@
 """Write tests/fixtures/ledger/<model>: AIPerf artifact folders of live local runs that the simulator mispredicts by a known amount.
 
 The runs are the project's own: live local graphs (dynamo.frontend + dynamo.mocker workers + nats on 127.0.0.1) measured
-by the real AIPerf CLI (`workbench.measured.stand_in_runs`). The mocker workers are timed with the sim target's B200
+by the real AIPerf CLI (`workbench.evidence.measured.stand_in_runs`). The mocker workers are timed with the sim target's B200
 profile and the model's calibrated factors multiplied by --prefill-x and --decode-x, as a cluster with slower kernels
 than the calibration assumes. Only the export, the AIPerf command, the graph's commands and a run config naming the
 variant are kept. Usage (about 3 minutes on 2 cores):
@@ -21,8 +21,8 @@ def main(argv=None):
     p.add_argument('--concurrency', type=int, default=2); p.add_argument('--requests', type=int, default=16); p.add_argument('--osl', type=int, default=16)
     a = p.parse_args(argv)
     if a.engine == 'vllm': return vllm_fixture(a)
-    from workbench.measured import stand_in_runs, STAND_IN_POINTS
-    from workbench.tracking import package_versions, git_sha
+    from workbench.evidence.measured import stand_in_runs, STAND_IN_POINTS
+    from workbench.tracking.runs import package_versions, git_sha
     dest, t0 = Path(a.out)/a.model, time.time()
     tmp = Path(tempfile.mkdtemp(prefix='ledger-fixture-'))/a.model
     made = stand_in_runs(a.model, tmp, prefill_x=a.prefill_x, decode_x=a.decode_x)
@@ -43,8 +43,8 @@ def main(argv=None):
 
 def vllm_fixture(a):
     "tests/fixtures/ledger/<model>-vllm-cpu: one live point on vLLM's CPU build, with a README that says how it was made."
-    from workbench.measured import vllm_cpu_runs
-    from workbench.tracking import package_versions, git_sha
+    from workbench.evidence.measured import vllm_cpu_runs
+    from workbench.tracking.runs import package_versions, git_sha
     dest, t0 = Path(a.out)/f'{a.model}-vllm-cpu', time.time()
     tmp = Path(tempfile.mkdtemp(prefix='ledger-fixture-'))/dest.name
     made = vllm_cpu_runs(a.model, tmp, concurrency=a.concurrency, requests=a.requests, osl=a.osl)

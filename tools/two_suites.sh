@@ -3,7 +3,7 @@
 # builds each clone's venv, then runs both suites at the same time -- each with its own kube-apiserver, the shared
 # Kubernetes binaries (tools/k8s/build.sh holds a lock: a second caller waits, then finds them) -- and prints what it
 # found: each suite's pytest tally, its failing tests, its wall time, and the host's load (sampled every 10 s).
-# Usage: tools/two_suites.sh [PYTEST_ARGS...]   e.g. tools/two_suites.sh -k "25_reproduce or 33_server"
+# Usage: tools/two_suites.sh [PYTEST_ARGS...]   e.g. tools/two_suites.sh -k "06_studies/04_reproduce or 03_tracking/04_server"
 # Each suite runs what `make test` runs (pytest -n ${TEST_WORKERS:-3} over tests/, vLLM aside); with no arguments the whole of it (on 2 cores: about twice the ~20 min of one suite).
 # Leaves nothing running; the clones stay in $TWO_SUITES_DIR (default a fresh mktemp folder) for their logs.
 set -uo pipefail

@@ -41,12 +41,13 @@ search_budget_s: float = 60  # seconds the search may spend (when search is True
 
 # %%
 from IPython.display import display, Markdown
-from workbench.core import runs_dir
-from workbench.recipes import load_recipe
-from workbench.variants import recipe_variant
-from workbench.manifests import render_all, to_yaml
-from workbench import study as st, report, progress
-from workbench.report import table
+from workbench.base.core import runs_dir
+from workbench.domain.recipes import load_recipe
+from workbench.domain.variants import recipe_variant
+from workbench.targets.k8s.manifests import render_all, to_yaml
+from workbench.studies import study as st, report
+from workbench.base import progress
+from workbench.studies.report import table
 
 report.static_charts()   # charts are PNG images drawn here (vl-convert): they show offline, in JupyterLab, HTML and MLflow
 recipe = load_recipe(model)
@@ -139,7 +140,8 @@ for c in charts.values(): display(c)
 # frontend's Prometheus metrics and AIPerf.
 
 # %%
-from workbench import diagnosis as dg, tracking
+from workbench.evidence import diagnosis as dg
+from workbench.tracking import runs as tracking
 diag = dg.log_study_diagnosis(tracking.client(out.tracking_uri), out.run_id, out.results, recipe, sla=out.sla, meta=out.meta, folder=out_dir)
 print(f"{diag['points_logged']} point diagnoses logged to their child runs")
 display(table(diag['summary'].drop(columns=['variant'], errors='ignore')))
@@ -183,7 +185,7 @@ else: print('skipped: ops_sections is False')
 
 # %%
 if ops_sections:
-    from workbench.planner import planner_section
+    from workbench.evidence.planner import planner_section
     autoscale = planner_section(model, client=tracking.client(out.tracking_uri), run_id=out.run_id)
     print(f"[{autoscale.attrs['provenance']}] " + '; '.join(autoscale.attrs['notes']))
     display(table(autoscale[['policy', 'available', 'gpu_hours', 'mean_replicas', 'max_replicas', 'scaling_events', 'violating_requests',
@@ -207,7 +209,7 @@ else: print('skipped: ops_sections is False')
 
 # %%
 if search:
-    from workbench.search_run import run_search, frontier_chart
+    from workbench.search.run import run_search, frontier_chart
     found = run_search(model, budget_s=search_budget_s, requests=request_count, seed=seed, tracking_uri=tracking_uri or None)
     display(frontier_chart(found.outcome))
     print(found.summary)
@@ -221,7 +223,7 @@ else: print('skipped: search is False')
 # tables and the summary metrics (best per group under the SLA) also go to the study's parent run.
 
 # %%
-from workbench.publish import publish_study
+from workbench.studies.publish import publish_study
 summary = st.summary_text(out, recipe, pvr, best)
 if ops_found:                 # the ops sections' findings, before the MLflow links (tables: above, and offload.* / autoscale.* on the parent run)
     import textwrap

@@ -72,7 +72,7 @@ if [ -n "${WORKBENCH_K8S_WATCH_PID:-}" ]; then
   echo $! > "$D/watch.pid"
 fi
 if [ "${WORKBENCH_K8S_NO_CRD:-0}" != 1 ]; then
-  "$PY" -c "import sys; from workbench.targets.k8s_cluster import connect, install_dgd_crd; install_dgd_crd(connect(sys.argv[1]))" "$D/kubeconfig" \
+  "$PY" -c "import sys; from workbench.targets.k8s.cluster import connect, install_dgd_crd; install_dgd_crd(connect(sys.argv[1]))" "$D/kubeconfig" \
     || { echo "CRD install failed" >&2; "$HERE/stop.sh" "$D"; exit 1; }
 fi
 echo "ready: KUBECONFIG=$D/kubeconfig"

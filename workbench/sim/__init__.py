@@ -1,1 +1,1 @@
-# The simulator: workload, timing, step physics, engine (DynoSim), calibration, recipe mapping, trust model, validation.
+"""The simulator: workload, timing, step physics, engine (DynoSim), calibration, recipe mapping, trust model, validation."""

@@ -1,0 +1,1 @@
+"""Shared foundations: errors and hashing, constants, input checks, progress lines."""

@@ -1,0 +1,1 @@
+"""Functional checks: the verdict, endpoint checks, accuracy checks."""

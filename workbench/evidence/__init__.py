@@ -1,0 +1,1 @@
+"""Measured evidence: measured runs, the ledger, diagnosis, the planner."""

@@ -1,0 +1,1 @@
+"""Search: the space, its run."""

@@ -1,0 +1,1 @@
+"""Studies: reports, findings, the study, publishing, reproduction, the gate, batches, the runner."""

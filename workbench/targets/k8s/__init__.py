@@ -1,0 +1,1 @@
+"""The Kubernetes target: manifests, the target, cluster access, deployment, benchmark Jobs, rehearsal."""

@@ -1,0 +1,1 @@
+"""The real vLLM engine on CPU: the target, its probe, its flag checker."""

@@ -1,0 +1,1 @@
+"""MLflow: run naming, runs, the store, its lock, the team server."""
