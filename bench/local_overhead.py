@@ -16,7 +16,8 @@ from pathlib import Path
 from workbench.base.core import runs_dir
 from workbench.targets.aiperf import AIPerfSpec, load_aiperf_export
 from workbench.targets.modelfolder import local_model
-from workbench.targets.local import LocalGraph, WorkerSpec, fixture_profile, run_points, smoke_check
+from workbench.targets.local import LocalGraph, fixture_profile, run_points
+from workbench.targets.workers import WorkerSpec, smoke_check
 
 
 def main():

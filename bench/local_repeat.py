@@ -11,7 +11,7 @@ a numpy matmul loop and `dd ... conv=fsync` in a loop (a CI-like load of about 3
 """
 import argparse, os, statistics, tempfile, time
 from workbench.base.core import env_set
-from workbench.domain.recipes import load_recipe
+from workbench.domain.loading import load_recipe
 from workbench.domain.variants import recipe_variant
 from workbench.targets.local import LocalTarget
 from workbench.studies.reproduce import load_per_core

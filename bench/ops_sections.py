@@ -7,9 +7,11 @@ import argparse, os, time
 os.environ.setdefault('DYN_LOG', 'error')
 import pandas as pd
 from workbench.domain.variants import recipe_variant
-from workbench.domain.recipes import load_traces
-from workbench.targets.sim import variant_setup, simulate, SimWorkload
-from workbench.evidence.diagnosis import diagnosis_record, offload_study
+from workbench.domain.loading import load_traces
+from workbench.sim.recipe import variant_setup
+from workbench.sim.engine import simulate, SimWorkload
+from workbench.evidence.diagnosis import diagnosis_record
+from workbench.evidence.sections import offload_study
 from workbench.evidence.planner import ramp_trace, autoscale_compare, planner_status
 
 def main():

@@ -28,7 +28,7 @@ def main(argv=None) -> int:
     p.add_argument('--log', action='store_true', help='also time MLflow logging, chart and winner (a throw-away store)')
     p.add_argument('--workers', type=int, default=1, help='search processes sharing one optuna study (default 1)')
     a = p.parse_args(argv)
-    from workbench.domain.recipes import list_recipes
+    from workbench.domain.loading import list_recipes
     landings = [bench(m, a) for m in (list_recipes() if a.models == ['all'] else a.models)]
     if len(landings) > 1: print('\nwhere each search lands:\n' + '\n'.join(landings))
     return 0
@@ -37,7 +37,7 @@ def bench(model:str, a) -> str:
     "Search `model` once, print the timings; returns where it lands against the recipe."
     a.model = model
     t0, c0 = time.monotonic(), cpu_s()
-    from workbench.search.space import search, landing
+    from workbench.search.explore import search, landing
     from workbench.targets.sim import SimTarget
     from workbench.domain.variants import recipe_variant
     SimTarget(progress=False).pricing(recipe_variant(a.model))      # prices: the shipped validation, or a fit made once (timed apart)
@@ -56,10 +56,11 @@ def bench(model:str, a) -> str:
         from workbench.search.run import log_points, log_tables, frontier_chart, write_winner
         from workbench.tracking import runs as tracking
         from workbench.studies import report
+        from workbench.studies.charts import save_chart
         d = tempfile.mkdtemp()
         with tracking.study_run(a.model, 'bench-search', params={'bench': True}, tracking_uri=f'sqlite:///{d}/mlflow.db') as s:
             t3 = time.monotonic(); log_points(s, out); log_tables(s, out); t4 = time.monotonic()
-            report.save_chart(frontier_chart(out), f'{d}/frontier'); write_winner(out, f'{d}/winner'); t5 = time.monotonic()
+            save_chart(frontier_chart(out), f'{d}/frontier'); write_winner(out, f'{d}/winner'); t5 = time.monotonic()
         print(f'MLflow logging of {pts} points: {t4 - t3:.1f} s ({(t4 - t3)/max(1, pts)*1000:.0f} ms/point); chart + winner manifests: {t5 - t4:.1f} s')
     return f'{model}: {landing(out)}'
 

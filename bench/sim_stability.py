@@ -9,11 +9,11 @@ Takes about 10 minutes per model on 2 cores when the calibrations are not cached
 """
 import argparse, time
 import pandas as pd
-from workbench.domain.recipes import load_recipe, list_recipes
+from workbench.domain.loading import load_recipe, list_recipes
 from workbench.domain.variants import recipe_variant
 from workbench.domain.sla import search_sla_max
 from workbench.targets import sim
-from workbench.targets.replay import simulate
+from workbench.sim.engine import simulate
 
 def fits(model:str, seeds) -> list[dict]:
     "Phase factors fitted on the calibration workload drawn with each seed."

@@ -42,7 +42,7 @@ def store_check(db:Path) -> dict:
 
 def sim_concurrencies(target:int) -> dict[str, list[int]]:
     "Concurrencies per model so that the models' full plans add up to at least `target` points."
-    from workbench.domain.recipes import list_recipes
+    from workbench.domain.loading import list_recipes
     from workbench.studies.study import plan_study
     ladder = [1, 4, 16, 64, 2, 8, 32, 128, 256, 3, 6, 12, 24, 48, 96]
     nv = {m: sum(1 for p in plan_study(m) if p.variant) for m in list_recipes()}

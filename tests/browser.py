@@ -9,7 +9,7 @@ import base64, itertools, json, os, shutil, signal, subprocess, tempfile, time, 
 from pathlib import Path
 
 from workbench.base.core import free_port
-from workbench.tracking.runs import chromium
+from workbench.tracking.ui import chromium
 
 FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-dev-shm-usage',
          '--disable-background-networking', '--disable-component-update', '--disable-sync', '--hide-scrollbars',

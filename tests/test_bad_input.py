@@ -356,8 +356,8 @@ def test_corpus_is_big_enough():
 
 def test_real_recipes_load_unchanged():
     "Validation accepts all four real recipes as they are (their values are facts from public sources)."
-    from workbench.domain.recipes import list_recipes, load_recipe
-    from workbench.domain.recipes import load_traces, load_gpu
+    from workbench.domain.loading import list_recipes, load_recipe
+    from workbench.domain.loading import load_traces, load_gpu
     assert [load_recipe(m).id for m in list_recipes()] == ['ax-k2', 'k-exaone-2', 'motif-3', 'solar-open-2']
     assert len(load_recipe('k-exaone-2').published_effects) >= 1 and load_gpu('B200').nic_gbps > 0
     t = load_traces()       # traces.yaml shares one sessions block through an ordinary YAML alias: allowed

@@ -29,7 +29,7 @@ studies:
 
 def write_validation(home:Path, decode:float):
     "A validation for the sim in `home`: the step physics, Motif 3's factors (decode scaled) and bands, keyed to the current simulator inputs."
-    from workbench.domain.recipes import load_recipe
+    from workbench.domain.loading import load_recipe
     from workbench.sim.recipe import inputs_hash
     keys = ('output_token_throughput', 'time_to_first_token', 'output_token_throughput_per_user', 'inter_token_latency')
     doc = {'physics': {'step_ms': 8.0, 'layer_comm_ms': 0.04, 'draft_ms': 1.0}, 'shared': {'prefill': 1.0, 'decode': 1.0},

@@ -35,7 +35,7 @@ def _ours(marker:str) -> list[int]:
 def test_papermill_reads_every_parameter(nb, caplog):
     "papermill's own inference (what `papermill --help-notebook` shows) returns every declared parameter, and warns about none."
     import papermill
-    from workbench.cli import notebook_parameters
+    from workbench.studies.runner import notebook_parameters
     with caplog.at_level(logging.DEBUG, logger='papermill'):
         found = papermill.inspect_notebook(str(nb))
     declared = notebook_parameters(nb.stem.replace('_', '-'))

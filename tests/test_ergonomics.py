@@ -9,15 +9,19 @@ def test_package_passes():
     assert ce.main([]) == 0
 
 def test_rules_fail(tmp_path, monkeypatch):
-    "Each rule reports its breach: long function, five positional parameters, a repeated class name, a long module."
+    """Each rule reports its breach: long function, five positional parameters, a repeated class name, a module over 500
+    lines, a line over 120 characters (nbdev's own module docstring and `__all__` are left out)."""
     pkg = tmp_path/'workbench'; pkg.mkdir()
     body = '\n'.join(f'    x{i} = {i}' for i in range(85))
     (pkg/'a.py').write_text(f'class Dup: pass\ndef long():\n{body}\n    return 0\ndef many(a, b, c, d, e): pass\ndef ok(a, b, c, d, *, e): pass\n')
-    (pkg/'b.py').write_text('class Dup: pass\n' + 'x = 1\n'*600)
+    (pkg/'b.py').write_text('class Dup: pass\n' + 'x = 1\n'*500)
+    (pkg/'c.py').write_text('"' + 'd'*130 + '"\n__all__ = [' + "'n', "*40 + ']\nx = 1\n' + 'y = 1' + ' '*120 + '# z\n')
+    (pkg/'d.py').write_text('x = 1\n'*500)
     monkeypatch.setattr(ce, 'ROOT', tmp_path); monkeypatch.setattr(ce, 'PKG', pkg)
     got = sorted(ce.key(v) for v in ce.violations())
-    assert got == ['class-names workbench/a.py:Dup', 'function-lines workbench/a.py:long', 'module-lines workbench/b.py:b',
-                   'positional-params workbench/a.py:many'], got
+    assert got == ['class-names workbench/a.py:Dup', 'function-lines workbench/a.py:long', 'line-length workbench/c.py:c',
+                   'module-lines workbench/b.py:b', 'positional-params workbench/a.py:many'], got
+    assert 'lines [4]' in next(v for v in ce.violations() if v.startswith('line-length'))   # the docstring and __all__ are not counted
 
 def test_examples_check_fails(tmp_path):
     "An exported function with no asserting cell before the next export is reported; one with an example is not."

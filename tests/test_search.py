@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKBENCH = Path(sys.executable).with_name('workbench')
-from workbench.domain.recipes import list_recipes
+from workbench.domain.loading import list_recipes
 
 def _search(model:str, uri:str, *extra:str, timeout:int=900) -> subprocess.CompletedProcess:
     "Run `workbench search` as a user does; fail with its output when it exits non-zero."
@@ -68,7 +68,7 @@ def test_search_validates_top_on_local(tmp_path):
 def test_study_notebook_search_section(tmp_path):
     "The study notebook runs its search section when `search` is True (and skips it by default), for `search_budget_s` seconds."
     import papermill as pm
-    from workbench.cli import ipc_kernel_manager
+    from workbench.base.core import ipc_kernel_manager
     uri = f"sqlite:///{tmp_path/'mlflow.db'}"
     nb = ROOT/'nbs'/'studies'/'motif_3.ipynb'
     out = tmp_path/nb.name
@@ -89,7 +89,7 @@ def test_two_searches_share_one_study_on_postgresql():
     processes' trials are there."""
     import optuna, shutil, tempfile
     from workbench.tracking import server
-    from workbench.search.space import optuna_storage
+    from workbench.search.explore import optuna_storage
     tmp_path = Path(tempfile.mkdtemp(prefix='wb-search-pg-')); tmp_path.chmod(0o755)    # PostgreSQL's account must enter it (pytest's is private)
     runs = tmp_path/'runs'; runs.mkdir(); runs.chmod(0o755)
     env = {**os.environ, 'WORKBENCH_RUNS': str(runs)}

@@ -13,7 +13,8 @@ import base64, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, 
 from pathlib import Path
 import pytest
 from workbench.tracking import server, runs as tracking
-from workbench.domain.recipes import load_recipe
+from workbench.tracking.query import study_runs
+from workbench.domain.loading import load_recipe
 from workbench.studies.study import plan_study
 from mlflow.server import get_app_client
 
@@ -105,7 +106,7 @@ def test_eight_studies_and_a_wrong_password(folder):
         assert sorted(p.data.tags['workbench.study'] for p in parents) == sorted(works), [p.info.run_name for p in parents]
         assert {p.info.status for p in parents} == {'FINISHED'}
         for p in parents: assert [a.path for a in c.list_artifacts(p.info.run_id, 'notebook')] == [f'notebook/{MODEL.replace("-", "_")}.ipynb']
-        kids = tracking.study_runs(MODEL, tracking_uri=url, status=None)
+        kids = study_runs(MODEL, tracking_uri=url, status=None)
         planned = kids[kids.concurrency.astype(int).isin(CONCS)]          # beside them, each variant's SLA-max point (same in every study)
         assert planned.groupby('study').size().to_dict() == {name: n_points for name in works}, planned.groupby('study').size()
         assert kids.groupby('study').size().nunique() == 1, kids.groupby('study').size()
@@ -257,7 +258,7 @@ def test_postgres_restart_mid_study(folder):
     try:
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline and proc.poll() is None:       # the study has logged its first point: restart under it
-            if tracking.experiment_id(MODEL, url, create=False) and len(tracking.study_runs(MODEL, 'restarted', tracking_uri=url, status=None)): break
+            if tracking.experiment_id(MODEL, url, create=False) and len(study_runs(MODEL, 'restarted', tracking_uri=url, status=None)): break
             time.sleep(0.5)
         assert proc.poll() is None, 'the study ended before PostgreSQL could be restarted'
         L = server.Layout(d)
@@ -266,7 +267,7 @@ def test_postgres_restart_mid_study(folder):
         assert server.status(d)['postgres_pid'] not in (None, st['postgres_pid'])
         (out, err), rc = run_all({'restarted': proc}, timeout=900)['restarted']
         assert rc == 0, err[-3000:]
-        kids = tracking.study_runs(MODEL, 'restarted', tracking_uri=url, status=None)
+        kids = study_runs(MODEL, 'restarted', tracking_uri=url, status=None)
         plan = plan_study(load_recipe(MODEL), None, GROUPS)
         planned = kids[kids.concurrency.astype(int).isin(CONCS)]
         assert len(planned) == sum(1 for p in plan if p.variant)*len(CONCS) and planned.run_id.is_unique, planned[['label', 'concurrency']]

@@ -8,7 +8,7 @@ from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = sorted((ROOT/'nbs'/'studies').glob('*.ipynb'))
-from workbench.domain.recipes import list_recipes
+from workbench.domain.loading import list_recipes
 MODELS = {m.replace('-', '_'): m for m in list_recipes()}   # study notebook stem -> recipe id, from the recipes
 
 def test_every_recipe_has_a_study_notebook():
@@ -32,7 +32,7 @@ def test_study_notebook(nb, tmp_path, monkeypatch):
     monkeypatch.setenv('WORKBENCH_RUNS', str(tmp_path))
     uri = f"sqlite:///{tmp_path/'mlflow.db'}"
     out = tmp_path/nb.name
-    from workbench.cli import ipc_kernel_manager
+    from workbench.base.core import ipc_kernel_manager
     pm.execute_notebook(str(nb), str(out), cwd=str(nb.parent), kernel_name='python3', progress_bar=False,
                         kernel_manager_class=ipc_kernel_manager(), store_widget_state=False,
                         parameters={'groups': ['routing', 'speculative'], 'request_count': 120, 'tracking_uri': uri, 'study': f'ci-{nb.stem}'})

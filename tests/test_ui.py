@@ -13,6 +13,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from browser import Page
 from workbench.tracking import runs as tracking, naming as layout
+from workbench.tracking.query import study_runs
+from workbench.tracking.ui import serve_ui
 from workbench.base.core import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,9 +81,9 @@ def test_mlflow_runs_page(demo):
     "The study's runs table (its saved view) lists every point by a readable name, with the core metric columns; a point's page shows metrics and dataset."
     _, folder, uri = demo
     study = folder.name
-    runs = tracking.study_runs('motif-3', study, tracking_uri=uri)
+    runs = study_runs('motif-3', study, tracking_uri=uri)
     eid = tracking.experiment_id('motif-3', uri, create=False)
-    with tracking.serve_ui(tracking_uri=uri) as url, Page(1600, 1000) as p:
+    with serve_ui(tracking_uri=uri) as url, Page(1600, 1000) as p:
         p.goto(layout.view_url(url, eid, study))
         p.wait(f"document.querySelectorAll('[col-id=\"attributes.`Run Name`\"] a').length >= {len(runs)}", 120, 'every run name rendered')
         p.eval("[...document.querySelectorAll('button')].find(b => b.getAttribute('aria-label') === 'Close')?.click() || true")   # the assistant panel

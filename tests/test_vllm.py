@@ -15,10 +15,11 @@ def _result(c, run):
 
 def test_vllm_study(tmp_path, monkeypatch):
     "recipe (TP2 + MTP) and baseline (TP2) of Motif 3 at concurrency 2: measured, checked (accuracy must fail), diagnosed, in MLflow."
-    from workbench.studies import study as st
+    from workbench.studies import study as st, outcome as so
     from workbench.evidence import diagnosis as dg
+    from workbench.evidence.sections import log_study_diagnosis
     from workbench.tracking import runs as tracking
-    from workbench.domain.recipes import load_recipe
+    from workbench.domain.loading import load_recipe
     from workbench.targets.vllm.target import PROVENANCE
     monkeypatch.setenv('WORKBENCH_RUNS', str(tmp_path))
     uri = f"sqlite:///{tmp_path/'mlflow.db'}"
@@ -53,12 +54,12 @@ def test_vllm_study(tmp_path, monkeypatch):
     print(f"study on the vLLM CPU engine: {wall:.0f} s; engine start {recipe.extra['engine_start_s']:.0f} s (recipe), "
           f"{base.extra['engine_start_s']:.0f} s (baseline); vLLM init {recipe.extra['engine_init_s']} / {base.extra['engine_init_s']} s")
     # the gate excludes both variants: nothing is "best" on random weights
-    table = st.results_table(out)
-    best = st.best_per_group(out)
+    table = so.results_table(out)
+    best = so.best_per_group(out)
     assert set(table.check) == {'failed'} and set(best.group) == {'recipe', 'baseline'} and best.best_variant.isna().all(), best
     # diagnosis from vLLM's metrics, logged like the study notebooks do
     c = tracking.client(out.tracking_uri)
-    diag = dg.log_study_diagnosis(c, out.run_id, out.results, load_recipe('motif-3'), sla=out.sla, meta=out.meta, folder=tmp_path/'ci-vllm')
+    diag = log_study_diagnosis(c, out.run_id, out.results, load_recipe('motif-3'), sla=out.sla, meta=out.meta, folder=tmp_path/'ci-vllm')
     assert diag['points_logged'] == 2
     # MLflow: one parent run that says what the points rest on (the CPU build, dummy weights), two finished child runs measured
     # by the vllm engine, check failed, diagnosed from vLLM metrics

@@ -22,7 +22,7 @@ def main(argv=None):
     a = p.parse_args(argv)
     if a.engine == 'vllm': return vllm_fixture(a)
     from workbench.evidence.measured import stand_in_runs, STAND_IN_POINTS
-    from workbench.tracking.runs import package_versions, git_sha
+    from workbench.tracking.lineage import package_versions, git_sha
     dest, t0 = Path(a.out)/a.model, time.time()
     tmp = Path(tempfile.mkdtemp(prefix='ledger-fixture-'))/a.model
     made = stand_in_runs(a.model, tmp, prefill_x=a.prefill_x, decode_x=a.decode_x)
@@ -44,7 +44,7 @@ def main(argv=None):
 def vllm_fixture(a):
     "tests/fixtures/ledger/<model>-vllm-cpu: one live point on vLLM's CPU build, with a README that says how it was made."
     from workbench.evidence.measured import vllm_cpu_runs
-    from workbench.tracking.runs import package_versions, git_sha
+    from workbench.tracking.lineage import package_versions, git_sha
     dest, t0 = Path(a.out)/f'{a.model}-vllm-cpu', time.time()
     tmp = Path(tempfile.mkdtemp(prefix='ledger-fixture-'))/dest.name
     made = vllm_cpu_runs(a.model, tmp, concurrency=a.concurrency, requests=a.requests, osl=a.osl)

@@ -1,7 +1,7 @@
 """Write the study notebooks nbs/studies/<model>.ipynb, one per recipe, from nbs/studies/study_template.py.
 
 The title, introduction and SLA sentence are rendered from recipes/<model>/recipe.yaml
-(`workbench.studies.study.study_intro`, `sla_text`); a recipe's `study_defaults` replace parameter defaults.
+(`workbench.studies.outcome.study_intro`, `sla_text`); a recipe's `study_defaults` replace parameter defaults.
 `--check` writes nothing and exits 1 when a notebook differs from what the template renders.
 """
 import hashlib, re, subprocess, sys
@@ -24,8 +24,8 @@ def path_of(model:str) -> Path: return STUDIES/f"{model.replace('-', '_')}.ipynb
 
 def render_text(model:str) -> str:
     "The template as a percent script for `model`, recipe facts and parameter defaults filled in."
-    from workbench.domain.recipes import load_recipe
-    from workbench.studies.study import study_intro, sla_text
+    from workbench.domain.loading import load_recipe
+    from workbench.studies.outcome import study_intro, sla_text
     r = load_recipe(model)
     text = TEMPLATE.read_text()
     text = text[text.index('# %%'):]                      # the header comment is for editors of the template
@@ -66,7 +66,7 @@ def papermill_unparsed(nb) -> list[str]:
 
 def out_of_sync() -> list[str]:
     "Study notebooks missing, extra, or differing from the template (cell types, sources and tags), and parameters papermill cannot read."
-    from workbench.domain.recipes import list_recipes
+    from workbench.domain.loading import list_recipes
     models = list_recipes()
     bad = [f'{p.name}: no recipe for it' for p in sorted(STUDIES.glob('*.ipynb')) if p not in {path_of(m) for m in models}]
     for m in models:
@@ -83,7 +83,7 @@ def main(argv=None) -> int:
         for b in bad: print(f'study notebook {b}' + ('' if TEMPLATE.name in b else ': run tools/study_notebooks.py'))
         if not bad: print('study notebooks in sync with nbs/studies/study_template.py')
         return 1 if bad else 0
-    from workbench.domain.recipes import list_recipes
+    from workbench.domain.loading import list_recipes
     for m in list_recipes():
         nbformat.write(render(m), path_of(m))
         subprocess.run([str(Path(sys.executable).with_name('nbdev_clean')), '--fname', str(path_of(m))], check=True, cwd=ROOT)

@@ -6,20 +6,24 @@
 from __future__ import annotations
 import argparse, shlex, sys, textwrap
 from pathlib import Path
-from .base.core import WorkbenchError, DiskFull, repo_root, runs_root, fs_error, ipc_kernel_manager   # ipc_kernel_manager: as tests start kernels
-from .base.inputs import short, check_slug, check_writable_dir, EXIT_BAD_INPUT, EXIT_POINTS_FAILED, EXIT_INTERRUPTED
-from .domain.recipes import list_recipes, load_recipe
-from .studies.runner import (study_notebook, parse_params, notebook_parameters, parameters_help, check_params, PlannedRun, preflight,
-                              StudyStopped, show_event, execute, run_notebook)   # a study notebook run
+from .base.core import WorkbenchError, DiskFull, repo_root, runs_root, fs_error
+from .base.inputs import (short, check_slug, check_writable_dir, EXIT_BAD_INPUT, EXIT_POINTS_FAILED,
+                                   EXIT_INTERRUPTED)
+from .domain.loading import list_recipes, load_recipe
+from .studies.runner import (study_notebook, parse_params, parameters_help, PlannedRun, preflight,
+                                      StudyStopped, show_event, execute, run_notebook)
 from .domain.variants import GROUPS, recipe_variant, group_settings
 from .targets.k8s.manifests import render_all, write_manifests
 from .domain.registry import TARGETS
+from .domain.metrics import COL_GPU_TPS, COL_TTFT, COL_USER_TPS
+from .tracking import ui as mlflow_ui
+from .evidence.commands import URI_HELP, model_arg, measured_commands
+from .search.command import cmd_search
 
 # %% auto #0
-__all__ = ['FIXED', 'URI_HELP', 'cmd_list', 'pin_text', 'cmd_render', 'failed_points', 'report_failures', 'print_summary',
-           'cmd_run', 'cmd_sweep', 'compare_table', 'cmd_compare', 'study_links', 'cmd_ui', 'cmd_validate',
-           'cmd_server', 'cmd_search', 'import_spec', 'cmd_import', 'cmd_ledger', 'cmd_calibrate', 'cmd_reproduce',
-           'measured_commands', 'cmd_demo', 'parser', 'one_line', 'main']
+__all__ = ['FIXED', 'cmd_list', 'pin_text', 'cmd_render', 'failed_points', 'report_failures', 'print_summary', 'cmd_run',
+           'cmd_sweep', 'compare_table', 'cmd_compare', 'study_links', 'cmd_ui', 'cmd_validate', 'cmd_server',
+           'cmd_demo', 'parser', 'one_line', 'main']
 
 # %% ../nbs/09_cli/00_cli.ipynb #65b235fe
 def cmd_list(a):
@@ -27,19 +31,23 @@ def cmd_list(a):
     models = list_recipes()
     if not models: raise WorkbenchError(f'no recipes found under {repo_root()/"recipes"}', 'list recipes',
                                         'run from a workbench checkout, or set $WORKBENCH_HOME to one')
-    fill = lambda text, indent: print(textwrap.fill(text, 120, subsequent_indent=' '*indent, break_long_words=False, break_on_hyphens=False))
+    fill = lambda text, indent: print(textwrap.fill(text, 120, subsequent_indent=' '*indent, break_long_words=False,
+                                                    break_on_hyphens=False))
     for m in models:
         r = load_recipe(m)
         print(f"{m:14} {r.display_name:14} {r.model.checkpoint}")
-        for k, t in r.topologies.items(): fill(f"    topology {k:12} {t.shape():22} {t.total_gpus:>2} GPU  {t.source.split()[0]}", 13)
+        for k, t in r.topologies.items(): fill(f"    topology {k:12} {t.shape():22} {t.total_gpus:>2} GPU  "
+                                               f"{t.source.split()[0]}", 13)
         for p in r.pins: fill(f"    pinned   {pin_text(p)}: {p.reason}", 13)
     print('\nsetting groups:')
     for g in GROUPS: fill(f'  {g:12} {", ".join(group_settings(g))}', 15)
 
 def pin_text(p) -> str:
-    "What a recipe pin holds: the setting and its pinned value, or (a pin without a value) that it must stay as the recipe has it; and where."
+    """What a recipe pin holds: the setting and its pinned value, or (a pin without a value) that it must stay as the
+    recipe has it; and where."""
     where = f" (topologies {', '.join(p.topologies)})" if p.topologies else ''
-    return f'{p.setting}={p.value!r}{where}' if p.value is not None else f"{p.setting}{where} must stay as in the recipe (workbench render shows it)"
+    return (f'{p.setting}={p.value!r}{where}' if p.value is not None
+            else f"{p.setting}{where} must stay as in the recipe (workbench render shows it)")
 
 def cmd_render(a):
     "Write a variant's manifests (the recipe, or the baseline) and print where."
@@ -48,19 +56,23 @@ def cmd_render(a):
     if a.study is not None: check_slug(a.study, 'study id', 'render manifests')
     v = (baseline if a.baseline else recipe_variant)(r, a.topology)
     out = Path(a.out).expanduser() if a.out else runs_root()/'manifests'/a.model/v.name
-    render_all(v, a.study); check_writable_dir(out, 'output folder', 'render manifests')     # checked before the first file is written
+    # checked before the first file is written
+    render_all(v, a.study); check_writable_dir(out, 'output folder', 'render manifests')
     files = write_manifests(v, out, study=a.study)
     for f in files.values(): print(f)
     print(f'{len(files)} manifests for {v!r} (DGD validated against the CRD)')
 
 # %% ../nbs/09_cli/00_cli.ipynb #c9036219
 def failed_points(model:str, study:str, uri:str|None=None) -> tuple[list[dict], int]:
-    "The points of `study` that have no FINISHED run, with the cause of their latest failure; and how many points finished."
+    """The points of `study` that have no FINISHED run, with the cause of their latest failure; and how many points
+    finished."""
     from workbench.tracking import runs as tracking
-    try: runs = tracking.study_runs(model, study, tracking_uri=uri, status=None)
+    from workbench.tracking.query import study_runs
+    try: runs = study_runs(model, study, tracking_uri=uri, status=None)
     except WorkbenchError: return [], 0
     if not len(runs): return [], 0
-    if 'tags.workbench.sla_max_point' in runs: runs = runs[runs['tags.workbench.sla_max_point'] != 'true']   # points of the plan only, as the tally counts
+    # points of the plan only, as the tally counts
+    if 'tags.workbench.sla_max_point' in runs: runs = runs[runs['tags.workbench.sla_max_point'] != 'true']
     done = set(runs.loc[runs.status == 'FINISHED', 'point_key'])
     out = {}
     for _, r in runs[(runs.status == 'FAILED') & ~runs.point_key.isin(done)].iterrows():
@@ -70,13 +82,17 @@ def failed_points(model:str, study:str, uri:str|None=None) -> tuple[list[dict], 
     return sorted(out.values(), key=lambda d: (str(d['variant']), d['concurrency'] or 0)), len(done)
 
 def report_failures(plan:PlannedRun, *, stopped:bool=False, shown:set=frozenset()) -> int:
-    "Print each failed point of the study not `shown` yet as it failed (its name and cause) and a final tally to stderr; returns how many failed."
+    """Print each failed point of the study not `shown` yet as it failed (its name and cause) and a final tally to
+    stderr; returns how many failed."""
     bad, ok = failed_points(plan.model, plan.study, plan.tracking_uri)
     for f in bad:
-        if f['name'] not in shown: show_event({'kind': 'point', 'name': f['name'], 'status': 'failed', 'reason': f['cause']})
+        if f['name'] not in shown: show_event({'kind': 'point', 'name': f['name'], 'status': 'failed',
+                                               'reason': f['cause']})
     if bad or stopped:
-        print(f'study {plan.study}: {ok} point(s) finished, {len(bad)} failed' + (', stopped before its end' if stopped else '')
-              + ('. Re-run only the failed points: the same command with -p rerun_failed=True' if bad else ''), file=sys.stderr)
+        print(f'study {plan.study}: {ok} point(s) finished, {len(bad)} failed'
+              + (', stopped before its end' if stopped else '')
+              + ('. Re-run only the failed points: the same command with -p rerun_failed=True' if bad else ''),
+              file=sys.stderr)
     return len(bad)
 
 def _run_and_report(plan:PlannedRun, progress:bool) -> tuple[Path|None, int]:
@@ -88,9 +104,11 @@ def _run_and_report(plan:PlannedRun, progress:bool) -> tuple[Path|None, int]:
     except DiskFull as e: nb, err = None, e
     n = report_failures(plan, stopped=err is not None, shown=shown)
     if err is not None: print(f'error: {one_line(err)}', file=sys.stderr)
-    return nb, (EXIT_POINTS_FAILED if n or isinstance(err, DiskFull) else EXIT_BAD_INPUT if err is not None else 0)   # a full disk is a fault: 3
+    # a full disk is a fault: 3
+    return nb, (EXIT_POINTS_FAILED if n or isinstance(err, DiskFull) else EXIT_BAD_INPUT if err is not None else 0)
 
-FIXED = ('model', 'target', 'rehearsal')      # notebook parameters the command line itself sets: an argument or an option, never -p
+# notebook parameters the command line itself sets: an argument or an option, never -p
+FIXED = ('model', 'target', 'rehearsal')
 
 def _as_typed(a, name:str, value) -> str:
     "The command line that says `-p name=value` as the command takes it, the other -p pairs kept."
@@ -98,7 +116,8 @@ def _as_typed(a, name:str, value) -> str:
     if name == 'model': model = str(value)
     if name == 'target': target = str(value)
     rehearsal = bool(value) if name == 'rehearsal' else getattr(a, 'rehearsal', False)
-    if cmd == 'demo' and (model != 'motif-3' or target != 'sim' or rehearsal): cmd = 'run'      # the demo is Motif 3 on sim: anything else is a run
+    # the demo is Motif 3 on sim: anything else is a run
+    if cmd == 'demo' and (model != 'motif-3' or target != 'sim' or rehearsal): cmd = 'run'
     head = {'run': f'workbench run {model}', 'demo': 'workbench demo',
             'sweep': 'workbench sweep' + (f' --models {model}' if name == 'model' else
                                           f" --models {' '.join(a.models)}" if getattr(a, 'models', None) else '')}[cmd]
@@ -109,10 +128,12 @@ def _as_typed(a, name:str, value) -> str:
     return ' '.join([head + opts, *rest] + (['-q'] if getattr(a, 'quiet', False) else []))
 
 def _fixed_param(a, name:str, value) -> WorkbenchError:
-    "The refusal of `-p NAME=VALUE` for a parameter the command line sets itself (the model, the target, rehearsal mode)."
+    """The refusal of `-p NAME=VALUE` for a parameter the command line sets itself (the model, the target, rehearsal
+    mode)."""
     cmd = getattr(a, 'cmd', 'run')
     runs = {'run': f'runs {a.model} on {a.target}' if cmd == 'run' else '', 'demo': 'runs motif-3 on sim',
-            'sweep': f"runs {', '.join(a.models) if getattr(a, 'models', None) else 'every model'} on {getattr(a, 'target', 'sim')}"}[cmd]
+            'sweep': f"runs {', '.join(a.models) if getattr(a, 'models', None) else 'every model'} on "
+                     f"{getattr(a, 'target', 'sim')}"}[cmd]
     what = ("the demo's model and target are fixed, not notebook parameters" if cmd == 'demo' else
             {'model': "the model is the command's argument" if cmd == 'run' else 'the models are the --models option',
              'target': 'the target is the --target option',
@@ -122,19 +143,25 @@ def _fixed_param(a, name:str, value) -> WorkbenchError:
                           _as_typed(a, name, value))
 
 def _params(a) -> dict:
-    "The notebook parameters of a run/sweep/demo command line (-p pairs, plus --rehearsal and --engine); -p may not set what the command line does."
+    """The notebook parameters of a run/sweep/demo command line (-p pairs, plus --rehearsal and --engine); -p may not
+    set what the command line does."""
     p = parse_params(a.param)
     if fixed := [k for k in FIXED if k in p]: raise _fixed_param(a, fixed[0], p[fixed[0]])
     if getattr(a, 'rehearsal', False):
-        if getattr(a, 'target', 'sim') != 'k8s': raise WorkbenchError('--rehearsal is a mode of the k8s target', 'parse the command line', 'add --target k8s, or leave out --rehearsal')
+        if getattr(a, 'target', 'sim') != 'k8s': raise WorkbenchError('--rehearsal is a mode of the k8s target',
+                                                                      'parse the command line',
+                                                                      'add --target k8s, or leave out --rehearsal')
         p['rehearsal'] = True
     if eng := getattr(a, 'engine', None):
-        if getattr(a, 'target', 'sim') != 'local': raise WorkbenchError(f'--engine {eng} is an engine of the local target', 'parse the command line', 'add --target local, or leave out --engine')
+        if getattr(a, 'target', 'sim') != 'local': raise WorkbenchError(f'--engine {eng} is an engine of the local '
+                                                                        'target', 'parse the command line',
+                                                                        'add --target local, or leave out --engine')
         p['options'] = {**(p.get('options') or {}), 'engine': eng}
     return p
 
 def print_summary(nb:Path):
-    "What a finished study found: its summary (published vs reproduced, best per group, excluded), then where to read more."
+    """What a finished study found: its summary (published vs reproduced, best per group, excluded), then where to read
+    more."""
     summary, page = nb.with_name('summary.txt'), nb.with_name('report.html')
     if summary.exists(): print(summary.read_text().rstrip() + '\n')
     print(f'executed notebook: {nb}' + (f'\nHTML report (opens offline): {page}' if page.exists() else '')
@@ -142,17 +169,20 @@ def print_summary(nb:Path):
           "\n  (the bare http://127.0.0.1:5000 opens MLflow's GenAI home, not the runs)", flush=True)
 
 def cmd_run(a):
-    "Run one model's study notebook and print its summary; failed points are printed with their cause, and the exit status says whether any failed."
+    """Run one model's study notebook and print its summary; failed points are printed with their cause, and the exit
+    status says whether any failed."""
     nb, status = _run_and_report(preflight(a.model, {**_params(a), 'target': a.target}), progress=not a.quiet)
     if nb is not None: print_summary(nb)
     return status
 
 def cmd_sweep(a):
-    "Run every model's study notebook in turn, one line per finished point; a failing model is reported and the sweep goes on. With `--ci`: a gated batch (`workbench.studies.batch`)."
+    """Run every model's study notebook in turn, one line per finished point; a failing model is reported and the sweep
+    goes on. With `--ci`: a gated batch (`workbench.studies.batch`)."""
     if a.ci: raise SystemExit(_ci(a))
     refused, failed, models = [], [], a.models or list_recipes()
     if bad := [m for m in models if m not in list_recipes()]:
-        raise WorkbenchError(f'unknown model(s) {short(bad, 100)}', 'check the sweep', f'use models among {list_recipes()}')
+        raise WorkbenchError(f'unknown model(s) {short(bad, 100)}', 'check the sweep',
+                             f'use models among {list_recipes()}')
     params = _params(a)                      # the command line itself is checked once, before any model
     for i, m in enumerate(models, 1):
         print(f'== sweep {i}/{len(models)}: {m} on {a.target}', flush=True)
@@ -161,205 +191,154 @@ def cmd_sweep(a):
         nb, status = _run_and_report(plan, progress=not a.quiet)
         if nb is not None: print_summary(nb)
         if status: failed.append(m)
-    if refused or failed: print(f'sweep: {len(refused)} model(s) refused {refused}, {len(failed)} with failures {failed}', file=sys.stderr)
+    if refused or failed: print(f'sweep: {len(refused)} model(s) refused {refused}, {len(failed)} with failures '
+                                f'{failed}', file=sys.stderr)
     return EXIT_BAD_INPUT if refused else EXIT_POINTS_FAILED if failed else 0
 
 def _ci(a) -> int:
-    "`sweep --ci`: the batch file's studies through papermill, gated against the reference; exit 0 ok, 1 regression or failed check, 2 could not run."
+    """`sweep --ci`: the batch file's studies through papermill, gated against the reference; exit 0 ok, 1 regression or
+    failed check, 2 could not run."""
     from workbench.studies import batch
+    from workbench.studies.ci import ci
     try:
-        if a.models or a.target != 'sim': raise WorkbenchError('--models and --target do not apply to --ci', 'run the batch', 'declare the studies in the batch file')
+        if a.models or a.target != 'sim': raise WorkbenchError('--models and --target do not apply to --ci',
+                                                               'run the batch', 'declare the studies in the batch file')
         overrides = parse_params(a.param)
         if fixed := [k for k in FIXED if k in overrides]:
-            raise WorkbenchError(f'-p {fixed[0]}={short(overrides[fixed[0]], 60)}: the batch file declares each study\'s model, target and mode',
+            raise WorkbenchError(f'-p {fixed[0]}={short(overrides[fixed[0]], 60)}: the batch file declares each '
+                                 'study\'s model, target and mode',
                                  'run the batch', 'declare it in the batch file (studies: - {model: ..., target: ...})')
-        return batch.ci(a.ci, run=run_notebook, preflight=preflight, reference=a.reference, accept_batch=a.accept, why=a.why, by=a.by,
+        return ci(a.ci, run=run_notebook, preflight=preflight, reference=a.reference, accept_batch=a.accept,
+                        why=a.why, by=a.by,
                         overrides=overrides, progress=not a.quiet)
     except WorkbenchError as e: print(f'error: {e}', file=sys.stderr, flush=True); return 2
     except Exception as e:                    # a bug is not a regression: the batch could not run
         import traceback; traceback.print_exc()
-        print(f'error: run the batch: {type(e).__name__}: {e}. Fix: see the traceback above', file=sys.stderr, flush=True); return 2
+        print(f'error: run the batch: {type(e).__name__}: {e}. Fix: see the traceback above', file=sys.stderr,
+              flush=True); return 2
 
 def compare_table(model:str, study:str|None=None, *, tracking_uri:str|None=None, port:int=5000):
-    "The runs of `model` (one study, or all), as the results frame sorted by tok/s/GPU, with each run's MLflow link in `run`."
+    """The runs of `model` (one study, or all), as the results frame sorted by tok/s/GPU, with each run's MLflow link in
+    `run`."""
     from workbench.tracking import runs as tracking, naming as layout
     from workbench.studies import report
-    runs = tracking.study_runs(model, study, tracking_uri=tracking_uri)
+    from workbench.tracking.query import study_runs
+    runs = study_runs(model, study, tracking_uri=tracking_uri)
     df = report.frame_from_runs(runs)
     if df.empty: return df
-    eid, base = tracking.experiment_id(model, tracking_uri, create=False), layout.ui_base(tracking.client(tracking_uri).tracking_uri, port)
+    eid, base = tracking.experiment_id(model, tracking_uri,
+                                       create=False), layout.ui_base(tracking.client(tracking_uri).tracking_uri, port)
     df['study'], df['run'] = runs.study.values, [layout.run_url(base, eid, r) for r in runs.run_id]
-    return df.sort_values(['output_tok_s_per_gpu', 'label', 'concurrency'], ascending=[False, True, True], na_position='last').reset_index(drop=True)
+    return df.sort_values([COL_GPU_TPS, 'label', 'concurrency'], ascending=[False, True, True],
+                          na_position='last').reset_index(drop=True)
 
 def cmd_compare(a):
-    "Print a study's runs (any targets) as a rounded table sorted by tok/s/GPU, with run links; `--chart` writes their Pareto chart."
+    """Print a study's runs (any targets) as a rounded table sorted by tok/s/GPU, with run links; `--chart` writes their
+    Pareto chart."""
     from workbench.tracking.store import check_store
-    if a.model not in list_recipes(): raise WorkbenchError(f'unknown model {short(a.model, 60)}', 'compare runs', f'use one of {list_recipes()}')
+    if a.model not in list_recipes(): raise WorkbenchError(f'unknown model {short(a.model, 60)}', 'compare runs',
+                                                           f'use one of {list_recipes()}')
     if a.study: check_slug(a.study, 'study id', 'compare runs')
     if a.chart: check_writable_dir(Path(a.chart).expanduser().absolute().parent, 'chart folder', 'compare runs')
     check_store(a.tracking_uri, create=False)                # an existing, readable store: compare never creates one
     from workbench.studies import report
+    from workbench.studies.charts import save_chart
     df = compare_table(a.model, a.study or None, tracking_uri=a.tracking_uri)
     if df.empty: print('no runs'); return
-    same = [c for c in ('target', 'provenance') if df[c].nunique() == 1]      # one value for every row: said once, above the table
-    cols = [c for c in ['study'] * (df.study.nunique() > 1) + ['target', 'label', 'concurrency', 'output_tok_s_per_gpu', 'user_tok_s', 'ttft_p50_ms',
-                                                                 'sla_passed', 'provenance', 'band', 'run_id'] if c not in same]
+    # one value for every row: said once, above the table
+    same = [c for c in ('target', 'provenance') if df[c].nunique() == 1]
+    cols = [c for c in ['study'] * (df.study.nunique() > 1) + ['target', 'label', 'concurrency', COL_GPU_TPS,
+                                                               COL_USER_TPS, COL_TTFT,
+                                                                 'sla_passed', 'provenance', 'band',
+                                                               'run_id'] if c not in same]
     print(f'{len(df)} point(s) of {a.model}' + ''.join(f'; {c}: {df[c].iloc[0]}' for c in same))
-    print(report.text_table(df.assign(run_id=df.run.str.extract(r'/runs/([^/?]+)')[0])[cols], drop=(), headers=report.SHORT_HEADERS))
+    print(report.text_table(df.assign(run_id=df.run.str.extract(r'/runs/([^/?]+)')[0])[cols], drop=(),
+                            headers=report.SHORT_HEADERS))
     page, _, query = df.run.iloc[0].partition('?')
     print(f"open a run: {page.rsplit('/', 1)[0]}/<run_id>" + (f'?{query}' if query else ''))
     if a.chart:
         r = load_recipe(a.model)
-        files = report.save_chart(report.pareto_chart(df, r.sla, title=f'{r.display_name}: output tok/s/GPU vs tok/s/user'), Path(a.chart).expanduser().with_suffix(''))
+        files = save_chart(report.pareto_chart(df, r.sla, title=f'{r.display_name}: output tok/s/GPU vs '
+                                                                       'tok/s/user'),
+                                  Path(a.chart).expanduser().with_suffix(''))
         print(f'chart: {files[0]} (and {files[1].name})')
 
 def study_links(tracking_uri:str|None=None, port:int=5000) -> list[str]:
     "One line per model: its latest study and the UI link to that study's runs side by side (its saved view)."
     from workbench.tracking import runs as tracking, naming as layout
     c, out = tracking.client(tracking_uri), []
-    for e in tracking._retry(c.search_experiments):
-        last = tracking._retry(c.search_runs, [e.experiment_id], "tags.`workbench.kind` = 'study'", order_by=['attributes.start_time DESC'], max_results=1)
-        if last: out.append(f"{e.name}: latest study {last[0].data.tags['workbench.study']}: "
-                            f"{layout.view_url(layout.ui_base(c.tracking_uri, port), e.experiment_id, last[0].data.tags['workbench.study'])}")
+    for e in tracking.retry(c.search_experiments):
+        last = tracking.retry(c.search_runs, [e.experiment_id], "tags.`workbench.kind` = 'study'",
+                               order_by=['attributes.start_time DESC'], max_results=1)
+        if not last: continue
+        study = last[0].data.tags['workbench.study']
+        url = layout.view_url(layout.ui_base(c.tracking_uri, port), e.experiment_id, study)
+        out.append(f'{e.name}: latest study {study}: {url}')
     return out
 
 def cmd_ui(a):
-    "Serve the MLflow UI on 127.0.0.1 (port and store are checked before anything starts); first print the link to each model's latest study."
+    """Serve the MLflow UI on 127.0.0.1 (port and store are checked before anything starts); first print the link to
+    each model's latest study."""
     from workbench.tracking.store import check_port, check_store
-    check_port(a.port); check_store(a.tracking_uri, create=False)     # refused before anything is created (and before the heavy imports)
+    # refused before anything is created (and before the heavy imports)
+    check_port(a.port); check_store(a.tracking_uri, create=False)
     from workbench.tracking import runs as tracking, naming as layout
     base = layout.ui_base(tracking.client(a.tracking_uri).tracking_uri, a.port)
     print(f'experiments (model training): {layout.home_url(base)}', flush=True)
     for l in study_links(a.tracking_uri, a.port): print(l, flush=True)
     print(f"(open these links: the bare {base} opens MLflow's GenAI home, not the runs)", flush=True)
-    tracking.ui(a.port, tracking_uri=a.tracking_uri)
+    mlflow_ui.ui(a.port, tracking_uri=a.tracking_uri)
 
 def cmd_validate(a):
-    "Validate the simulator against the published points and effects (or show the shipped validation), and print the tables."
+    """Validate the simulator against the published points and effects (or show the shipped validation), and print the
+    tables."""
     from workbench.sim import validation as val
+    from workbench.sim.tables import (bands_table, coverage_table, effects_table, held_out_table, physics_table,
+                                      trust_table)
     from workbench.studies import report
     from workbench.sim.recipe import shipped_validation, validation_path
     import pandas as pd
     if bad := [m for m in a.models or [] if m not in list_recipes()]:
-        raise WorkbenchError(f'unknown model(s) {short(bad, 100)}', 'validate the simulator', f'use models among {list_recipes()}')
-    if not 1 <= a.workers <= 64: raise WorkbenchError(f'--workers {a.workers}', 'validate the simulator', 'pass between 1 and 64 worker processes')
+        raise WorkbenchError(f'unknown model(s) {short(bad, 100)}', 'validate the simulator',
+                             f'use models among {list_recipes()}')
+    if not 1 <= a.workers <= 64: raise WorkbenchError(f'--workers {a.workers}', 'validate the simulator',
+                                                      'pass between 1 and 64 worker processes')
     if a.show:
         doc = shipped_validation()
-        if not doc: raise WorkbenchError(f'{validation_path()} does not exist', 'show the validation', 'run workbench validate --write')
+        if not doc: raise WorkbenchError(f'{validation_path()} does not exist', 'show the validation',
+                                         'run workbench validate --write')
     else: doc = val.validate(a.models or None, write=a.write, noise=not a.no_noise, workers=a.workers)
     with pd.option_context('display.width', 220, 'display.max_colwidth', 70, 'display.max_rows', 200):
-        for title, t in [('Step physics (shared by every model) and per-model factors', val.physics_table(doc)),
-                         ('Held-out observations (each predicted by a joint fit without it)', val.held_out_table(doc, 'fitted')),
-                         ('Held-out models (each predicted by a fit on the other three, with the shared factors)', val.held_out_table(doc, 'model')),
-                         ('Effects (published vs simulated under the benchmark protocol; every one a prediction)', val.effects_table(doc)),
-                         ('Bands (80% prediction intervals)', val.bands_table(doc)),
-                         ('Coverage and sharpness (each held-out error against the band the others give)', val.coverage_table(doc)),
-                         ('What the simulator models', val.trust_table(doc))]:
+        for title, t in [('Step physics (shared by every model) and per-model factors', physics_table(doc)),
+                         ('Held-out observations (each predicted by a joint fit without it)',
+                          held_out_table(doc, 'fitted')),
+                         ('Held-out models (each predicted by a fit on the other three, with the shared factors)',
+                          held_out_table(doc, 'model')),
+                         ('Effects (published vs simulated under the benchmark protocol; every one a prediction)',
+                          effects_table(doc)),
+                         ('Bands (80% prediction intervals)', bands_table(doc)),
+                         ('Coverage and sharpness (each held-out error against the band the others give)',
+                          coverage_table(doc)),
+                         ('What the simulator models', trust_table(doc))]:
             print(f'\n{title}:\n{report.text_table(t, drop=())}')
-    print(f"\n{'written to' if a.write else 'not written (pass --write to update)'} {validation_path()}" if not a.show else f'\n(shipped: {validation_path()}, {doc.get("created")})')
+    print(f"\n{'written to' if a.write else 'not written (pass --write to update)'} {validation_path()}" if not a.show
+          else f'\n(shipped: {validation_path()}, {doc.get("created")})')
 
 def cmd_server(a):
-    "Start, stop or show the team's MLflow tracking server (PostgreSQL store, served artifacts, basic auth) on 127.0.0.1."
+    """Start, stop or show the team's MLflow tracking server (PostgreSQL store, served artifacts, basic auth) on
+    127.0.0.1."""
     from workbench.tracking import server, runs as tracking
     if a.dir is not None:
         d = Path(a.dir).expanduser()
         if a.action == 'start': check_writable_dir(d, 'server folder', f'{a.action} the tracking server')
-        elif d.exists() and not d.is_dir(): raise WorkbenchError(f'server folder {d} is a file', f'{a.action} the tracking server', 'pass the folder given to `workbench server start --dir`')
+        elif d.exists() and not d.is_dir(): raise WorkbenchError(f'server folder {d} is a file',
+                                                                 f'{a.action} the tracking server',
+                                                                 'pass the folder given to `workbench server start '
+                                                                 '--dir`')
     if a.action == 'start' and a.port != 0: tracking.check_port(a.port, 'start the tracking server')
-    kw = {'port': a.port, 'admin_password_file': a.admin_password_file, 'default_permission': a.default_permission} if a.action == 'start' else {}
+    kw = {'port': a.port, 'admin_password_file': a.admin_password_file,
+          'default_permission': a.default_permission} if a.action == 'start' else {}
     print(server.command(a.action, a.dir, **kw))
-
-# %% ../nbs/09_cli/00_cli.ipynb #9a061e38
-def cmd_search(a):
-    "Search a model's deployments on the sim target under the SLA and a GPU budget; print the summary."
-    from workbench.search.space import parse_sla, USD_PER_GPU_HOUR
-    from workbench.search.run import run_search, storage_arg
-    sla = parse_sla(a.sla, load_recipe(a.model).sla)
-    res = run_search(a.model, gpus=a.gpus, sla=sla, budget_s=a.budget_s, requests=a.requests, seed=a.seed, top_k=a.top_k,
-                     usd_per_gpu_hour=USD_PER_GPU_HOUR if a.price is None else a.price, load_tok_s=a.load, validate=a.validate,
-                     validate_k=a.validate_k, tracking_uri=a.tracking_uri, show=not a.quiet, storage=storage_arg(a.storage, a.workers),
-                     study_name=a.study_name, workers=a.workers)
-    print(res.summary)
-
-# %% ../nbs/09_cli/00_cli.ipynb #aab677ac
-URI_HELP = 'MLflow store (default $MLFLOW_TRACKING_URI, else sqlite at runs/mlflow.db)'
-
-def _model_arg(s, models:list[str]):
-    "The positional model id, with the ids in its help."
-    s.add_argument('model', help=f'recipe id: {", ".join(models)}')
-
-def import_spec(a) -> 'ImportSpec':
-    "The `measured.ImportSpec` the `import` options state."
-    from pydantic import ValidationError
-    from workbench.evidence.measured import ImportSpec
-    try: return ImportSpec(variant=a.variant, topology=a.topology, concurrency=a.concurrency, target=a.target, engine=a.engine,
-                           image=a.image, engine_version=a.engine_version, gpus=a.gpus)
-    except ValidationError as e:
-        x = e.errors()[0]
-        raise WorkbenchError(f"--{x['loc'][0]} {x.get('input')!r}: {x['msg']}", 'import measured runs', 'give a positive number') from None
-
-def cmd_import(a):
-    "Import measured runs (AIPerf artifact folders, results CSV) into MLflow, then show the model's ledger."
-    from workbench.evidence import measured, ledger
-    from workbench.studies import report
-    t = measured.import_runs(a.model, a.paths, import_spec(a), tracking_uri=a.tracking_uri)
-    cols = ['variant', 'concurrency', 'target', 'engine', 'provenance', 'output_tok_s_per_gpu', 'ttft_p50_ms', 'itl_p50_ms', 'status', 'run_id']
-    print(report.text_table(t[cols], drop=(), headers={**report.SHORT_HEADERS, 'itl_p50_ms': 'ITL ms'}))     # whole headers in 120 columns
-    print(f"{(t.status == 'imported').sum()} point(s) imported, {(t.status != 'imported').sum()} imported before (import run {t.study.iloc[0]})\n")
-    try: print(ledger.show(a.model, include_mocker=a.include_mocker, tracking_uri=a.tracking_uri))
-    except WorkbenchError as e:
-        mock = (t.engine == 'mocker').all() and not a.include_mocker
-        why = '; these points were served by the mocker: `workbench ledger --include-mocker` counts them' if mock else ''
-        print(textwrap.fill(f'no ledger yet: {e.what}{why}',
-                            120, subsequent_indent='  ', break_long_words=False, break_on_hyphens=False))
-
-def cmd_ledger(a):
-    "Predicted against measured for a model's measured points: table, error by group and calibration, bands, drift, chart."
-    from workbench.tracking.store import check_store
-    check_store(a.tracking_uri, create=False)                # read-only: never creates a store; refused before the heavy imports
-    from workbench.evidence import ledger
-    print(ledger.show(a.model, include_mocker=a.include_mocker, chart=a.chart, tracking_uri=a.tracking_uri))
-
-def cmd_calibrate(a):
-    "Refit a model's calibration from its ledger; print the leave-one-out error before and after; store and record it."
-    from workbench.evidence import ledger
-    if not a.from_ledger: raise WorkbenchError('no source to calibrate from', f'calibrate {a.model}',
-                                               'pass --from-ledger (the published points are fitted by workbench validate)')
-    print(ledger.refit(a.model, include_mocker=a.include_mocker, prior_sd=a.prior_sd, out=a.out, tracking_uri=a.tracking_uri).text())
-
-def cmd_reproduce(a):
-    "Run a point again from its bundle (on its target, or --target) and print old against new; exit 3 when it does not reproduce."
-    from workbench.tracking.store import check_store
-    check_store(a.tracking_uri, create=False)
-    from workbench.studies import reproduce
-    rep = reproduce.reproduce(a.run_id, target=a.target, options=parse_params(a.option) or None, tracking_uri=a.tracking_uri)
-    print(rep.text())
-    if not rep.ok: raise SystemExit(3)
-
-def measured_commands(sub):
-    "Add `import`, `ledger`, `calibrate` and `reproduce` to the subcommands `sub`."
-    i = sub.add_parser('import', help='measured runs in: AIPerf artifact folders or a results CSV (published layout)'); i.set_defaults(fn=cmd_import)
-    _model_arg(i, list_recipes()); i.add_argument('paths', nargs='+', metavar='PATH', help='AIPerf artifact folder(s) (profile_export_aiperf.json) or results CSV')
-    i.add_argument('--variant', help="recipe, baseline, 'cache.max_num_seqs=64', ... (default: workbench-run.yaml, else the DGD manifest)")
-    i.add_argument('--topology', help="the recipe topology the runs used (default: the variant's)"); i.add_argument('--concurrency', type=int, help="default: AIPerf's record of the run")
-    i.add_argument('--target', choices=['k8s', 'local'], help='default: local for a local graph, else k8s')
-    i.add_argument('--engine', choices=['vllm', 'mocker'], help='what served the tokens (default: the graph says, else vllm)')
-    i.add_argument('--image', help='runtime image that served (default: the recipe topology\'s)'); i.add_argument('--engine-version', help='vLLM version that served')
-    i.add_argument('--gpus', type=int, help='GPUs that served (default: the topology\'s count)')
-    for name, fn, hlp in [('ledger', cmd_ledger, 'predicted against measured, per metric, group and calibration'),
-                          ('calibrate', cmd_calibrate, "refit a model's calibration from its measured points")]:
-        s = sub.add_parser(name, help=hlp); s.set_defaults(fn=fn); _model_arg(s, list_recipes())
-        if name == 'ledger': s.add_argument('--chart', metavar='FILE.png', help='where to write the chart (default runs/ledger/<model>/ledger.png)')
-        if name == 'calibrate':
-            s.add_argument('--from-ledger', action='store_true', help='refit from the measured points'); s.add_argument('--out', help='write the calibration here instead (not used by default)')
-            s.add_argument('--prior-sd', type=float, default=1.0, help='width of the prior on the log factors around the published calibration')
-    for s in (i, *[sub.choices[n] for n in ('ledger', 'calibrate')]):
-        s.add_argument('--include-mocker', action='store_true', help='count live mocker points (local/rehearsal graphs) too'); s.add_argument('--tracking-uri', help=URI_HELP)
-    r = sub.add_parser('reproduce', help='run a point again from its bundle; old against new'); r.set_defaults(fn=cmd_reproduce)
-    r.add_argument('run_id', help="a point's MLflow run id (`workbench compare` links each)"); r.add_argument('--target', choices=TARGETS.names(), help="another target (default: the point's own)")
-    r.add_argument('-o', '--option', action='append', default=[], metavar='NAME=VALUE', help='target option (with --target)'); r.add_argument('--tracking-uri', help=URI_HELP)
-
-
 
 # %% ../nbs/09_cli/00_cli.ipynb #41a8f535
 def cmd_demo(a):
@@ -370,7 +349,8 @@ def cmd_demo(a):
 
 # %% ../nbs/09_cli/00_cli.ipynb #a33baf1e
 class _Parser(argparse.ArgumentParser):
-    "argparse, with its usage errors as one `error:` line and exit status 1, like every other refusal; `lazy_epilog` is computed for --help only."
+    """argparse, with its usage errors as one `error:` line and exit status 1, like every other refusal; `lazy_epilog`
+    is computed for --help only."""
     lazy_epilog = None
     def error(self, message):
         raise SystemExit(f'error: parse the command line: {message}. Fix: see `{self.prog} --help`')
@@ -380,68 +360,111 @@ class _Parser(argparse.ArgumentParser):
 
 def _study_commands(sub, models:list[str]):
     "`run`, `sweep` and `demo`: study notebooks through papermill; their help lists the notebook's parameters."
-    for name, fn, hlp in [('run', cmd_run, "run one model's study notebook"), ('sweep', cmd_sweep, 'run every model'), ('demo', cmd_demo, 'Motif 3 on sim')]:
-        s = sub.add_parser(name, help=hlp, formatter_class=argparse.RawDescriptionHelpFormatter); s.set_defaults(fn=fn); s.lazy_epilog = parameters_help
-        if name == 'run': _model_arg(s, models)
+    for name, fn, hlp in [('run', cmd_run, "run one model's study notebook"), ('sweep', cmd_sweep, 'run every model'),
+                          ('demo', cmd_demo, 'Motif 3 on sim')]:
+        s = sub.add_parser(name, help=hlp, formatter_class=argparse.RawDescriptionHelpFormatter); s.set_defaults(fn=fn)
+        s.lazy_epilog = parameters_help
+        if name == 'run': model_arg(s, models)
         if name == 'sweep':
             s.add_argument('--models', nargs='*', metavar='MODEL', help='models to run (default: every recipe)')
-            s.add_argument('--ci', metavar='BATCH.yaml', help='run the batch file as a gated CI batch (exit 0 ok, 1 regression or failed check, 2 could not run)')
-            s.add_argument('--reference', metavar='FILE|mlflow', help="--ci: the reference (default: the batch file's reference:)")
-            s.add_argument('--accept', nargs='?', const=True, metavar='BATCH', help='--ci: make this batch (or the earlier BATCH) the reference')
-            s.add_argument('--why', help='--accept: why this batch becomes the reference (recorded)'); s.add_argument('--by', help='--accept: who accepts (default: $GITHUB_ACTOR, $GITLAB_USER_LOGIN, git user.name)')
+            s.add_argument('--ci', metavar='BATCH.yaml', help='run the batch file as a gated CI batch (exit 0 ok, 1 '
+                                                              'regression or failed check, 2 could not run)')
+            s.add_argument('--reference', metavar='FILE|mlflow',
+                           help="--ci: the reference (default: the batch file's reference:)")
+            s.add_argument('--accept', nargs='?', const=True, metavar='BATCH',
+                           help='--ci: make this batch (or the earlier BATCH) the reference')
+            s.add_argument('--why', help='--accept: why this batch becomes the reference (recorded)')
+            s.add_argument('--by', help='--accept: who accepts (default: $GITHUB_ACTOR, $GITLAB_USER_LOGIN, git '
+                                        'user.name)')
         if name != 'demo':
-            s.add_argument('--target', default='sim', choices=TARGETS.names(), help='sim: simulated B200 (default); local: Dynamo on this machine; k8s: a cluster')
-            s.add_argument('--rehearsal', action='store_true', help='k8s target: workers run dynamo.mocker with the same topology (a CPU cluster)')
-            s.add_argument('--engine', choices=['mocker', 'vllm'], help="local target: the workers' engine (default mocker; vllm: dynamo.vllm on vLLM's CPU build, make venv-vllm)")
-        s.add_argument('-p', '--param', action='append', default=[], metavar='NAME=VALUE', help='notebook parameter (listed below)')
-        s.add_argument('-q', '--quiet', action='store_true', help='print no progress lines (failures and the summary still print)')
+            s.add_argument('--target', default='sim', choices=TARGETS.names(),
+                           help='sim: simulated B200 (default); local: Dynamo on this machine; k8s: a cluster')
+            s.add_argument('--rehearsal', action='store_true',
+                           help='k8s target: workers run dynamo.mocker with the same topology (a CPU cluster)')
+            s.add_argument('--engine', choices=['mocker', 'vllm'], help="local target: the workers' engine (default "
+                                                                        "mocker; vllm: dynamo.vllm on vLLM's CPU "
+                                                                        "build, make venv-vllm)")
+        s.add_argument('-p', '--param', action='append', default=[], metavar='NAME=VALUE',
+                       help='notebook parameter (listed below)')
+        s.add_argument('-q', '--quiet', action='store_true',
+                       help='print no progress lines (failures and the summary still print)')
 
 def _other_commands(sub, models:list[str]):
     "`list`, `render`, `compare`, `ui`, `validate`, `server`."
     sub.add_parser('list', help='recipes, topologies, setting groups, pinned settings').set_defaults(fn=cmd_list)
-    r = sub.add_parser('render', help="write a variant's manifests"); r.set_defaults(fn=cmd_render); _model_arg(r, models)
-    r.add_argument('--topology', help="one of the recipe's topologies (default: its default; `workbench list` shows them)")
+    r = sub.add_parser('render', help="write a variant's manifests"); r.set_defaults(fn=cmd_render)
+    model_arg(r, models)
+    r.add_argument('--topology', help="one of the recipe's topologies (default: its default; `workbench list` shows "
+                                      "them)")
     r.add_argument('--baseline', action='store_true', help="the articles' baseline instead of the recipe")
-    r.add_argument('--out', help='folder for the manifests (default runs/<study>/manifests)'); r.add_argument('--study', help='study id the folder is named after')
-    c = sub.add_parser('compare', help="a study's runs side by side"); c.set_defaults(fn=cmd_compare); _model_arg(c, models)
-    c.add_argument('--study', help='one study id (default: every study of the model)'); c.add_argument('--tracking-uri', help=URI_HELP)
+    r.add_argument('--out', help='folder for the manifests (default runs/<study>/manifests)')
+    r.add_argument('--study', help='study id the folder is named after')
+    c = sub.add_parser('compare', help="a study's runs side by side"); c.set_defaults(fn=cmd_compare)
+    model_arg(c, models)
+    c.add_argument('--study', help='one study id (default: every study of the model)'); c.add_argument('--tracking-uri',
+                       help=URI_HELP)
     c.add_argument('--chart', metavar='FILE.png', help='also write the Pareto chart of these runs (PNG and SVG)')
     u = sub.add_parser('ui', help='MLflow UI on 127.0.0.1'); u.set_defaults(fn=cmd_ui)
-    u.add_argument('--port', type=int, default=5000, help='port on 127.0.0.1 (default 5000)'); u.add_argument('--tracking-uri', help=URI_HELP)
-    w = sub.add_parser('validate', help="the simulator against the published points and effects: effects, held-out points, bands"); w.set_defaults(fn=cmd_validate)
-    w.add_argument('--models', nargs='*', metavar='MODEL', help='models to validate (default: all four; --write needs all)')
+    u.add_argument('--port', type=int, default=5000,
+                   help='port on 127.0.0.1 (default 5000)'); u.add_argument('--tracking-uri', help=URI_HELP)
+    w = sub.add_parser('validate', help="the simulator against the published points and effects: effects, held-out "
+                                        "points, bands"); w.set_defaults(fn=cmd_validate)
+    w.add_argument('--models', nargs='*', metavar='MODEL',
+                   help='models to validate (default: all four; --write needs all)')
     w.add_argument('--write', action='store_true', help='update recipes/sim-validation.json')
     w.add_argument('--show', action='store_true', help='print the shipped validation without recomputing it')
     w.add_argument('--no-noise', action='store_true', help='skip the seed-noise runs')
     w.add_argument('--workers', type=int, default=2, help='processes for the held-out refits (default 2)')
-    v = sub.add_parser('server', help='shared MLflow tracking server (PostgreSQL, basic auth) on 127.0.0.1'); v.set_defaults(fn=cmd_server)
-    v.add_argument('action', choices=['start', 'stop', 'status'], help='start the server (PostgreSQL + MLflow on 127.0.0.1), stop it, or print its state'); v.add_argument('--dir', help='server folder (default runs/server)')
-    v.add_argument('--port', type=int, default=5000, help='MLflow port (0: any free port)'); v.add_argument('--admin-password-file', help='file with the admin password (default: $MLFLOW_AUTH_ADMIN_PASSWORD, else generated)')
-    v.add_argument('--default-permission', default='EDIT', help="what every user may do where no grant says otherwise (default EDIT; READ: read-only unless granted EDIT)")
+    v = sub.add_parser('server', help='shared MLflow tracking server (PostgreSQL, basic auth) on 127.0.0.1')
+    v.set_defaults(fn=cmd_server)
+    v.add_argument('action', choices=['start', 'stop', 'status'], help='start the server (PostgreSQL + MLflow on '
+            '127.0.0.1), stop it, or print its state'); v.add_argument('--dir', help='server folder (default '
+                                                                                     'runs/server)')
+    v.add_argument('--port', type=int, default=5000,
+                   help='MLflow port (0: any free port)'); v.add_argument('--admin-password-file',
+                                                                          help='file with the admin password (default: '
+                                                                               '$MLFLOW_AUTH_ADMIN_PASSWORD, else '
+                                                                               'generated)')
+    v.add_argument('--default-permission', default='EDIT', help="what every user may do where no grant says otherwise "
+                                                                "(default EDIT; READ: read-only unless granted EDIT)")
 
 def _search_command(sub, models:list[str]):
     "`search`."
-    q = sub.add_parser('search', help='search deployments under the SLA and a GPU budget on the sim target: frontier, cost, winner'); q.set_defaults(fn=cmd_search)
-    _model_arg(q, models); q.add_argument('--gpus', type=int, help='GPU budget (default: one 8-GPU node)')
+    q = sub.add_parser('search', help='search deployments under the SLA and a GPU budget on the sim target: frontier, '
+                                      'cost, winner'); q.set_defaults(fn=cmd_search)
+    model_arg(q, models); q.add_argument('--gpus', type=int, help='GPU budget (default: one 8-GPU node)')
     q.add_argument('--sla', metavar='ttft=MS,user=TOK_S', help="limits replacing the recipe's (itl=MS also accepted)")
-    q.add_argument('--budget-s', type=float, default=60, help='seconds of search before the best are refined (default 60)')
-    q.add_argument('--price', type=float, metavar='USD', help='USD per GPU-hour for the cost columns (default: workbench.search.space.USD_PER_GPU_HOUR, an assumed B200 price)')
-    q.add_argument('--load', type=float, metavar='TOK_S', help='offered load in output tok/s for GPU-hours/day (default: a fleet of copies of the best recipe topology at its SLA maximum; the summary says how many)')
+    q.add_argument('--budget-s', type=float, default=60,
+                   help='seconds of search before the best are refined (default 60)')
+    q.add_argument('--price', type=float, metavar='USD', help='USD per GPU-hour for the cost columns (default: '
+                                                              'workbench.search.space.USD_PER_GPU_HOUR, an assumed '
+                                                              'B200 price)')
+    q.add_argument('--load', type=float, metavar='TOK_S', help='offered load in output tok/s for GPU-hours/day '
+                                                               '(default: a fleet of copies of the best recipe '
+            'topology at its SLA maximum; the summary says how many)')
     q.add_argument('--requests', type=int, default=300, help='requests per simulated point (default 300)')
     q.add_argument('--seed', type=int, default=42, help='workload and sampler seed (default 42)')
     q.add_argument('--top-k', type=int, default=3, help='configurations refined to their SLA maximum (default 3)')
-    q.add_argument('--validate', choices=[t for t in TARGETS.names() if t != 'sim'], help='re-run the top configurations on this live target')
-    q.add_argument('--validate-k', type=int, default=2, help='how many of the top configurations --validate re-runs (default 2)')
-    q.add_argument('--workers', type=int, default=1, help='search processes on this machine, sharing one optuna study (default 1)')
-    q.add_argument('--storage', metavar='URL', help="optuna storage shared by searches on several machines: an SQLAlchemy URL "
-                   "(postgresql+psycopg://USER@HOST:PORT/DB, password in $PGPASSFILE), or `server` for the team server's PostgreSQL")
-    q.add_argument('--study-name', help='the optuna study several searches share (with --storage; default: one per search)')
-    q.add_argument('--tracking-uri', help=URI_HELP); q.add_argument('-q', '--quiet', action='store_true', help='print no progress lines')
+    q.add_argument('--validate', choices=[t for t in TARGETS.names() if t != 'sim'],
+                   help='re-run the top configurations on this live target')
+    q.add_argument('--validate-k', type=int, default=2,
+                   help='how many of the top configurations --validate re-runs (default 2)')
+    q.add_argument('--workers', type=int, default=1,
+                   help='search processes on this machine, sharing one optuna study (default 1)')
+    q.add_argument('--storage', metavar='URL',
+                   help="optuna storage shared by searches on several machines: an SQLAlchemy URL "
+                   "(postgresql+psycopg://USER@HOST:PORT/DB, password in $PGPASSFILE), or `server` for the team "
+                   "server's PostgreSQL")
+    q.add_argument('--study-name', help='the optuna study several searches share (with --storage; default: one per '
+                                        'search)')
+    q.add_argument('--tracking-uri', help=URI_HELP); q.add_argument('-q', '--quiet', action='store_true',
+                                                                    help='print no progress lines')
 
 def parser() -> argparse.ArgumentParser:
     "The `workbench` argument parser."
     p = _Parser(prog='workbench', description='Reproduce and tune Dynamo + vLLM recipes (sim, local, k8s targets).',
-                epilog='exit status: 0 done; 1 refused or failed (one error: line, nothing created when refused); 3 points failed (each printed with its cause)')
+                epilog='exit status: 0 done; 1 refused or failed (one error: line, nothing created when refused); 3 '
+                       'points failed (each printed with its cause)')
     sub, models = p.add_subparsers(dest='cmd', required=True), list_recipes()
     _other_commands(sub, models); _study_commands(sub, models); _search_command(sub, models); measured_commands(sub)
     return p
@@ -455,12 +478,17 @@ def one_line(e:BaseException) -> str:
     return ' '.join(str(e).split())
 
 def main(argv=None):
-    "Entry point of the `workbench` command: exit 0, 1 with one `error:` line (refused or failed), or 3 (points failed, printed with causes)."
+    """Entry point of the `workbench` command: exit 0, 1 with one `error:` line (refused or failed), or 3 (points
+    failed, printed with causes)."""
     try:
-        a = parser().parse_args(argv)            # building the parser lists the recipes: an unreadable folder is one line too
+        # building the parser lists the recipes: an unreadable folder is one line too
+        a = parser().parse_args(argv)
         status = a.fn(a)
     except WorkbenchError as e: raise SystemExit(f'error: {one_line(e)}') from None
     except KeyboardInterrupt:
-        print('error: interrupted (Ctrl-C). Fix: run the same command again: finished points are kept', file=sys.stderr); raise SystemExit(EXIT_INTERRUPTED) from None
-    except OSError as e: raise SystemExit(f'error: {one_line(fs_error(e, f"workbench {a.cmd}" if "a" in locals() else "workbench"))}') from None
+        print('error: interrupted (Ctrl-C). Fix: run the same command again: finished points are kept',
+              file=sys.stderr); raise SystemExit(EXIT_INTERRUPTED) from None
+    except OSError as e:
+        op = f'workbench {a.cmd}' if 'a' in locals() else 'workbench'
+        raise SystemExit(f'error: {one_line(fs_error(e, op))}') from None
     if status: raise SystemExit(status)

@@ -42,14 +42,15 @@ search_budget_s: float = 60  # seconds the search may spend (when search is True
 # %%
 from IPython.display import display, Markdown
 from workbench.base.core import runs_dir
-from workbench.domain.recipes import load_recipe
+from workbench.domain.loading import load_recipe
 from workbench.domain.variants import recipe_variant
 from workbench.targets.k8s.manifests import render_all, to_yaml
-from workbench.studies import study as st, report
+from workbench.studies import study as st, outcome as so, report
+from workbench.studies.charts import static_charts
 from workbench.base import progress
 from workbench.studies.report import table
 
-report.static_charts()   # charts are PNG images drawn here (vl-convert): they show offline, in JupyterLab, HTML and MLflow
+static_charts()   # charts are PNG images drawn here (vl-convert): they show offline, in JupyterLab, HTML and MLflow
 recipe = load_recipe(model)
 rv = recipe_variant(recipe, topology or None)
 target_options = {**({'context': kube_context or None, 'namespace': namespace, 'rehearsal': rehearsal} if target == 'k8s' else {}), **options}
@@ -60,7 +61,7 @@ target_options = {**({'context': kube_context or None, 'namespace': namespace, '
 # Every value below comes from `recipes/{{model}}/recipe.yaml` (sources listed there).
 
 # %%
-display(table(st.recipe_summary(recipe)))
+display(table(so.recipe_summary(recipe)))
 display(Markdown('**Pinned settings:** ' + '; '.join(f'`{p.setting}`: {p.reason}' for p in recipe.pins)))
 
 # %% [markdown]
@@ -98,7 +99,7 @@ print(f'study {out.study}: {out.ran} points run, {out.reused} reused from MLflow
 # reproduces by construction: its ratio is the fit residual, not a test.
 
 # %%
-pvr = st.published_vs_reproduced(out, recipe)
+pvr = so.published_vs_reproduced(out, recipe)
 display(table(pvr.drop(columns=['variant', 'target', 'source'], errors='ignore')))
 
 # %% [markdown]
@@ -108,11 +109,11 @@ display(table(pvr.drop(columns=['variant', 'target', 'source'], errors='ignore')
 # variant failed a functional check are excluded from "best".
 
 # %%
-points = st.results_table(out)
+points = so.results_table(out)
 display(table(points.drop(columns=['variant', 'target', 'itl_p50_ms', 'excluded_reason'], errors='ignore')))
-best = st.best_per_group(out)
+best = so.best_per_group(out)
 display(table(best.drop(columns=['target'], errors='ignore')))
-display(table(st.excluded_table(out)))
+display(table(so.excluded_table(out)))
 
 # %% [markdown]
 # ## Charts
@@ -122,7 +123,7 @@ display(table(st.excluded_table(out)))
 # against the recipe; saved as PNG and SVG and logged to the study's MLflow run.
 
 # %%
-charts = st.study_charts(out, recipe, out_dir)
+charts = so.study_charts(out, recipe, out_dir)
 for c in charts.values(): display(c)
 
 # %% [markdown]
@@ -141,8 +142,9 @@ for c in charts.values(): display(c)
 
 # %%
 from workbench.evidence import diagnosis as dg
+from workbench.evidence.sections import log_study_diagnosis, offload_section
 from workbench.tracking import runs as tracking
-diag = dg.log_study_diagnosis(tracking.client(out.tracking_uri), out.run_id, out.results, recipe, sla=out.sla, meta=out.meta, folder=out_dir)
+diag = log_study_diagnosis(tracking.client(out.tracking_uri), out.run_id, out.results, recipe, sla=out.sla, meta=out.meta, folder=out_dir)
 print(f"{diag['points_logged']} point diagnoses logged to their child runs")
 display(table(diag['summary'].drop(columns=['variant'], errors='ignore')))
 display(table(diag['overlap'].drop(columns=['variant'], errors='ignore')))
@@ -163,7 +165,7 @@ if diag['chart'] is not None: display(diag['chart'])
 ops_found = []
 if ops_sections:
     progress.note(out_dir, 'ops sections (simulated): KV host offload what-ifs, then SLA-driven autoscaling (tens of seconds)')
-    offload = dg.offload_section(model, client=tracking.client(out.tracking_uri), run_id=out.run_id)
+    offload = offload_section(model, client=tracking.client(out.tracking_uri), run_id=out.run_id)
     print(f"[{offload.attrs['provenance']}] GPU KV capacity {offload.attrs['gpu_kv_tokens']:,} tokens; " + '; '.join(offload.attrs['notes']))
     display(table(offload))
     big = offload[offload.working_set_x_gpu_kv == offload.working_set_x_gpu_kv.max()].sort_values('host_offload_gb')
@@ -224,7 +226,7 @@ else: print('skipped: search is False')
 
 # %%
 from workbench.studies.publish import publish_study
-summary = st.summary_text(out, recipe, pvr, best)
+summary = so.summary_text(out, recipe, pvr, best)
 if ops_found:                 # the ops sections' findings, before the MLflow links (tables: above, and offload.* / autoscale.* on the parent run)
     import textwrap
     head, sep, tail = summary.rpartition('\n\nMLflow: ')

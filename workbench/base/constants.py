@@ -15,7 +15,8 @@ __all__ = ['DGD_GROUP', 'DGD_VERSION', 'DGD_PLURAL', 'DGD_KIND', 'DGD_API', 'DGD
            'crd_path']
 
 # %% ../../nbs/00_base/01_constants.ipynb #2a7c0762
-DGD_GROUP, DGD_VERSION, DGD_PLURAL, DGD_KIND = 'nvidia.com', 'v1beta1', 'dynamographdeployments', 'DynamoGraphDeployment'
+DGD_GROUP, DGD_VERSION, DGD_PLURAL, DGD_KIND = ('nvidia.com', 'v1beta1', 'dynamographdeployments',
+                                                'DynamoGraphDeployment')
 DGD_API = f'{DGD_GROUP}/{DGD_VERSION}'
 DGD_CRD_NAME = f'{DGD_PLURAL}.{DGD_GROUP}'
 WORKER_TYPES = ('worker', 'prefill', 'decode')                   # DGD component types that run an engine
@@ -37,7 +38,8 @@ def crd_path() -> Path:
     "The DGD CRD: `$WORKBENCH_CRD`, else the project's copy under recipes/crds/."
     p = Path(os.environ.get(CRD_ENV) or recipes_dir()/'crds'/CRD_FILE)
     if not p.exists(): raise WorkbenchError(f'no DGD CRD at {p}', 'find the DynamoGraphDeployment CRD',
-                                            f'set ${CRD_ENV} to {CRD_FILE} (from the Dynamo operator chart), or restore recipes/crds/{CRD_FILE}')
+                                            f'set ${CRD_ENV} to {CRD_FILE} (from the Dynamo operator chart), or '
+                                            f'restore recipes/crds/{CRD_FILE}')
     return p
 
 # %% ../../nbs/00_base/01_constants.ipynb #75e2dc0b

@@ -28,7 +28,8 @@ def blocking_file(path) -> Path|None:
     return next((q for q in reversed(path.parents) if q.exists() and not q.is_dir()), None)
 
 class DiskFull(WorkbenchError):
-    "The disk (or quota) filled up: a study records the point it was on as failed and stops, the command says so in one line."
+    """The disk (or quota) filled up: a study records the point it was on as failed and stops, the command says so in
+    one line."""
 
 def is_disk_full(e:BaseException) -> bool:
     "True when `e` says the disk (or quota) is full, from the OS or from SQLite, or is the workbench's own `DiskFull`."
@@ -41,11 +42,15 @@ def fs_error(e:OSError, op:str, path=None) -> WorkbenchError:
     p = Path(path or e.filename or '?'); code = e.errno
     if is_disk_full(e):
         return DiskFull(f'no space left on the device that holds {p}', op,
-                              'free space there (or point $WORKBENCH_RUNS at a larger disk), then run the same command again: finished points are kept')
-    if code == errno.EROFS: return WorkbenchError(f'{p} is on a read-only file system', op, 'point $WORKBENCH_RUNS (or --out) at a writable folder')
+                              'free space there (or point $WORKBENCH_RUNS at a larger disk), then run the same command '
+                              'again: finished points are kept')
+    if code == errno.EROFS: return WorkbenchError(f'{p} is on a read-only file system', op,
+                                                  'point $WORKBENCH_RUNS (or --out) at a writable folder')
     if code in (errno.EACCES, errno.EPERM):
-        return WorkbenchError(f'permission denied on {p}', op, f'give user {os.getuid()} access to it (chmod/chown), or use another folder')
-    if code == errno.EISDIR: return WorkbenchError(f'{p} is a folder, a file was expected', op, 'name a file, not a folder')
+        return WorkbenchError(f'permission denied on {p}', op,
+                              f'give user {os.getuid()} access to it (chmod/chown), or use another folder')
+    if code == errno.EISDIR: return WorkbenchError(f'{p} is a folder, a file was expected', op,
+                                                   'name a file, not a folder')
     if code == errno.ENOTDIR or (code == errno.EEXIST and p.exists() and not p.is_dir()):
         b = blocking_file(p) or p
         return WorkbenchError(f'{b} is a file, a folder was expected' + (f' (on the way to {p})' if b != p else ''), op,
@@ -57,10 +62,12 @@ def fs_error(e:OSError, op:str, path=None) -> WorkbenchError:
 _RESOLVED: dict[tuple[str, str], Path] = {}
 
 def repo_root() -> Path:
-    "The workbench checkout: `$WORKBENCH_HOME`, else the folder above the package (resolved once per value: a study asks a thousand times)."
+    """The workbench checkout: `$WORKBENCH_HOME`, else the folder above the package (resolved once per value: a study
+    asks a thousand times)."""
     import workbench
     env = os.environ.get('WORKBENCH_HOME') or ''
-    key = (env, workbench.__file__ if not env else '' if os.path.isabs(env) else os.getcwd())   # a relative one depends on the folder
+    # a relative one depends on the folder
+    key = (env, workbench.__file__ if not env else '' if os.path.isabs(env) else os.getcwd())
     if key not in _RESOLVED: _RESOLVED[key] = Path(key[0]).resolve() if key[0] else Path(key[1]).resolve().parents[1]
     return _RESOLVED[key]
 
@@ -73,7 +80,8 @@ def runs_root() -> Path:
     return Path(os.environ.get('WORKBENCH_RUNS') or repo_root()/'runs').expanduser().absolute()
 
 def runs_dir() -> Path:
-    "Folder for run outputs (`$WORKBENCH_RUNS` overrides); created on demand (a file in the way, no permission: one-line error)."
+    """Folder for run outputs (`$WORKBENCH_RUNS` overrides); created on demand (a file in the way, no permission:
+    one-line error)."""
     d = runs_root()
     try: d.mkdir(parents=True, exist_ok=True)
     except OSError as e: raise fs_error(e, 'create the runs folder', d) from None
@@ -94,7 +102,8 @@ def free_port(host:str='127.0.0.1') -> int:
     with socket.socket() as s:
         s.bind((host, 0)); return s.getsockname()[1]
 
-KERNEL_START_S = 300   # seconds a study kernel may take to start: several studies at once on two cores take over papermill's 60
+# seconds a study kernel may take to start: several studies at once on two cores take over papermill's 60
+KERNEL_START_S = 300
 
 def ipc_kernel_manager():
     "A jupyter kernel manager class whose kernels talk over local (unix) sockets instead of TCP."
@@ -106,13 +115,15 @@ def ipc_kernel_manager():
         transport = Unicode('ipc', config=True)
         @default('ip')
         def _ip_default(self):
-            "Socket files of its own: jupyter's default ('kernel-ipc' in the cwd) makes concurrent studies share sockets."
+            """Socket files of its own: jupyter's default ('kernel-ipc' in the cwd) makes concurrent studies share
+            sockets."""
             return str(Path(tempfile.gettempdir())/f'workbench-kernel-{secrets.token_hex(6)}-ipc')
     return IPCKernelManager
 
 def mem_available() -> int|None:
     "Bytes of memory this machine has available now (/proc/meminfo MemAvailable), None when unknown."
-    try: kb = next(int(l.split()[1]) for l in Path('/proc/meminfo').read_text().splitlines() if l.startswith('MemAvailable:'))
+    try: kb = next(int(l.split()[1]) for l in Path('/proc/meminfo').read_text().splitlines()
+                   if l.startswith('MemAvailable:'))
     except (OSError, StopIteration, ValueError, IndexError): return None
     return kb*1024
 
@@ -148,7 +159,8 @@ def unique_tmp(path) -> Path:
     return p.with_name(f'.{p.stem}.{os.getpid()}.{secrets.token_hex(4)}{p.suffix}')
 
 def sweep_tmp(root, pid:int|None=None) -> list[Path]:
-    "Remove the temporary files `unique_tmp` (and the store copy) left under `root` by process `pid` (default: this one), e.g. after a full disk."
+    """Remove the temporary files `unique_tmp` (and the store copy) left under `root` by process `pid` (default: this
+    one), e.g. after a full disk."""
     pid, out = pid or os.getpid(), []
     for p in Path(root).rglob(f'.*.{pid}.*'):
         if p.is_file() and re.fullmatch(rf'\..+\.{pid}(\.[0-9a-f]{{8}})?(\..*)?', p.name):
@@ -163,10 +175,12 @@ def publish_dir(tmp, dest) -> Path:
     return Path(dest)
 
 # %% ../../nbs/00_base/00_core.ipynb #05a19777
-CHART_RENDERER = {}   # renderer waiting for altair's first import: {'name': ..., 'fn': renderer function or None, **options}
+# renderer waiting for altair's first import: {'name': ..., 'fn': renderer function or None, **options}
+CHART_RENDERER = {}
 
 def load_altair():
-    "The altair module, with the renderer `report.static_charts` asked for (registered when it brings its function) switched on once."
+    """The altair module, with the renderer `report.static_charts` asked for (registered when it brings its function)
+    switched on once."""
     import altair as alt
     if CHART_RENDERER:
         opts = dict(CHART_RENDERER); CHART_RENDERER.clear()
@@ -177,7 +191,8 @@ def load_altair():
 
 # %% ../../nbs/00_base/00_core.ipynb #52af330a
 def import_soon(*modules:str) -> threading.Thread:
-    "Import `modules` on a daemon thread (an import that fails is left for the caller's own import to report); returns the thread."
+    """Import `modules` on a daemon thread (an import that fails is left for the caller's own import to report); returns
+    the thread."""
     def load():
         for m in modules:
             try: importlib.import_module(m)
@@ -186,7 +201,8 @@ def import_soon(*modules:str) -> threading.Thread:
     return t
 
 def lean_jsonschema():
-    "Let jsonschema skip its IRI format check instead of building the grammar of `rfc3987_syntax` (unless something imported it already)."
+    """Let jsonschema skip its IRI format check instead of building the grammar of `rfc3987_syntax` (unless something
+    imported it already)."""
     sys.modules.setdefault('rfc3987_syntax', None)
 
 # %% ../../nbs/00_base/00_core.ipynb #b1e7cc16

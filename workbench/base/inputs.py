@@ -38,7 +38,8 @@ def check_slug(value, what:str, op:str) -> str:
     "`value` when it is a safe slug (a folder name under runs/, a tag, a label value), else a WorkbenchError."
     if isinstance(value, str) and SLUG.fullmatch(value) and '..' not in value: return value
     raise WorkbenchError(f'{what} {short(value, 80)} is not a safe name', op,
-                         'use 1-63 letters, digits, dots, dashes and underscores, starting and ending with a letter or digit (no / and no ..)')
+                         'use 1-63 letters, digits, dots, dashes and underscores, starting and ending with a letter or '
+                         'digit (no / and no ..)')
 
 # %% ../../nbs/00_base/02_inputs.ipynb #f5b2eb9d
 _DNS_LABEL = re.compile(r'[a-z0-9]([-a-z0-9]*[a-z0-9])?')
@@ -49,13 +50,15 @@ def k8s_name_problem(name, kind:str='subdomain') -> str|None:
     if not isinstance(name, str): return f'is a {type(name).__name__}, not a string'
     if kind == 'label-value':
         if len(name) > 63: return f'has {len(name)} characters (at most 63)'
-        return None if _LABEL_VALUE.fullmatch(name) else 'may hold only letters, digits, -, _ and . and must start and end with a letter or digit'
+        return (None if _LABEL_VALUE.fullmatch(name)
+                else 'may hold only letters, digits, -, _ and . and must start and end with a letter or digit')
     limit = 63 if kind == 'label' else 253
     if not name: return 'is empty'
     if len(name) > limit: return f'has {len(name)} characters (at most {limit})'
     parts = [name] if kind == 'label' else name.split('.')
     if all(_DNS_LABEL.fullmatch(p) for p in parts): return None
-    return ('must be lowercase letters, digits and -, starting and ending with a letter or digit' + ('' if kind == 'label' else ' (dots between parts)'))
+    return ('must be lowercase letters, digits and -, starting and ending with a letter or digit'
+            + ('' if kind == 'label' else ' (dots between parts)'))
 
 def check_k8s_name(name, what:str, op:str, kind:str='subdomain') -> str:
     "`name` when Kubernetes accepts it as `kind`, else a WorkbenchError naming the rule (RFC 1123)."
@@ -69,10 +72,12 @@ def inside(root, rel, what:str, op:str) -> Path:
         raise WorkbenchError(f'{what} {short(rel, 80)} is not a path', op, 'give a path relative to its folder')
     p, root = Path(rel), Path(root)
     if p.is_absolute() or '..' in p.parts:
-        raise WorkbenchError(f'{what} {short(str(rel), 120)} leaves its folder {root}', op, f'give a path inside {root}, without .. or a leading /')
+        raise WorkbenchError(f'{what} {short(str(rel), 120)} leaves its folder {root}', op,
+                             f'give a path inside {root}, without .. or a leading /')
     full = (root/p).resolve()
     if not full.is_relative_to(root.resolve()):
-        raise WorkbenchError(f'{what} {short(str(rel), 120)} resolves to {full}, outside {root}', op, f'give a path inside {root} (no symlink out of it)')
+        raise WorkbenchError(f'{what} {short(str(rel), 120)} resolves to {full}, outside {root}', op,
+                             f'give a path inside {root} (no symlink out of it)')
     return root/p
 
 # %% ../../nbs/00_base/02_inputs.ipynb #be4c575b
@@ -88,15 +93,18 @@ _LEVELS = 'give a list such as [1, 8, 32]'
 def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
 
 def check_study_inputs(groups, concurrencies, request_count, seed, *, custom=None, known=()):
-    "Refuse setting groups not in `known`, malformed custom candidates, non-positive concurrencies or request counts, before anything starts."
+    """Refuse setting groups not in `known`, malformed custom candidates, non-positive concurrencies or request counts,
+    before anything starts."""
     op = 'check study parameters'
-    if custom is not None and not isinstance(custom, dict): raise WorkbenchError(f'custom = {short(custom)} is not a dict', op, _CUSTOM)
+    if custom is not None and not isinstance(custom, dict): raise WorkbenchError(f'custom = {short(custom)} is not a '
+                                                                                 'dict', op, _CUSTOM)
     for g, chs in (custom or {}).items():
         if not isinstance(chs, list) or not all(isinstance(ch, dict) for ch in chs):
             raise WorkbenchError(f'custom[{short(g, 40)}] = {short(chs)} is not a list of changes', op,
                                  _CUSTOM + ", e.g. {'cache': [{'block_size': 64}]}")
         if len(chs) > MAX_CANDIDATES:
-            raise WorkbenchError(f'custom[{short(g, 40)}] has {len(chs)} candidates (at most {MAX_CANDIDATES})', op, 'split the study')
+            raise WorkbenchError(f'custom[{short(g, 40)}] has {len(chs)} candidates (at most {MAX_CANDIDATES})', op,
+                                 'split the study')
     if groups is not None and not isinstance(groups, (list, tuple)):
         raise WorkbenchError(f'groups = {short(groups)} is not a list', op, f'give a list among {list(known)}')
     if bad := [g for g in (groups or []) if g not in known]:
@@ -108,16 +116,20 @@ def check_study_inputs(groups, concurrencies, request_count, seed, *, custom=Non
             raise WorkbenchError(f'concurrency {short(c, 40)} in {short(concurrencies)}', op,
                                  'give concurrencies as positive integers, e.g. [1, 8, 32]')
     if len(concurrencies or []) > MAX_CONCURRENCIES:
-        raise WorkbenchError(f'{len(concurrencies)} concurrencies (at most {MAX_CONCURRENCIES})', op, 'pick fewer levels, e.g. [1, 8, 32]')
+        raise WorkbenchError(f'{len(concurrencies)} concurrencies (at most {MAX_CONCURRENCIES})', op,
+                             'pick fewer levels, e.g. [1, 8, 32]')
     if request_count is not None and (not _is_int(request_count) or request_count < 1):
-        raise WorkbenchError(f'request_count {short(request_count, 40)}', op, 'give a positive integer, e.g. 200 (or None for the recipe default)')
+        raise WorkbenchError(f'request_count {short(request_count, 40)}', op,
+                             'give a positive integer, e.g. 200 (or None for the recipe default)')
     if not _is_int(seed): raise WorkbenchError(f'seed {short(seed, 40)}', op, 'give an integer seed')
 
 def check_reach(concurrencies, requests:dict[str, int]):
-    "Refuse a concurrency a point never reaches: a point sends `requests[topology]` requests, so no more than that are ever in flight."
+    """Refuse a concurrency a point never reaches: a point sends `requests[topology]` requests, so no more than that are
+    ever in flight."""
     for n in sorted(set(requests.values())):
         if over := [c for c in concurrencies or [] if c > n]:
-            raise WorkbenchError(f'concurrency {max(over):,} in {short(concurrencies)} is more than the {n:,} requests a point sends: '
+            raise WorkbenchError(f'concurrency {max(over):,} in {short(concurrencies)} is more than the {n:,} requests '
+                                 'a point sends: '
                                  f'at most {n:,} are ever in flight, so it is never reached', 'check study parameters',
                                  f'give concurrencies of at most {n:,} (e.g. concurrencies=[{min(n, 8)}]), '
                                  f'or raise request_count to at least {max(over):,}')
@@ -125,35 +137,44 @@ def check_reach(concurrencies, requests:dict[str, int]):
 def _size(b:float) -> str: return f'{b/2**30:,.1f} GiB' if b >= 2**30 else f'{b/2**20:,.0f} MiB'
 
 def check_memory(estimate, points, *, where:str, avail:int|None):
-    "Refuse a point (request count, concurrency) whose memory `estimate(n, c)` (bytes) is over half of the `avail` bytes, naming the numbers."
+    """Refuse a point (request count, concurrency) whose memory `estimate(n, c)` (bytes) is over half of the `avail`
+    bytes, naming the numbers."""
     if estimate is None or not avail: return
     for n, c in points:
         need = estimate(n, c)
         if need <= avail/2: continue
         per = max(1, estimate(n + 1, c) - need)
         most = max(0, int((avail/2 - estimate(0, c))//per))
-        raise WorkbenchError(f'request_count {n:,} at concurrency {c:,} needs about {_size(need)} of memory on {where} (its estimate), '
+        raise WorkbenchError(f'request_count {n:,} at concurrency {c:,} needs about {_size(need)} of memory on {where} '
+                             '(its estimate), '
                              f'more than half of the {_size(avail)} available', 'check study parameters',
-                             f'lower request_count (at most about {most:,} here) or the concurrency' if most else 'lower the concurrency')
+                             f'lower request_count (at most about {most:,} here) or the concurrency' if most
+                             else 'lower the concurrency')
 
 # %% ../../nbs/00_base/02_inputs.ipynb #75451c16
 MIN_FREE_MB = 50
 
 def check_writable_dir(path, what:str, op:str, *, min_free_mb:float=MIN_FREE_MB) -> Path:
-    "Refuse (without creating anything) a folder that cannot be created or written: a file on its way, no permission, read-only, full."
+    """Refuse (without creating anything) a folder that cannot be created or written: a file on its way, no permission,
+    read-only, full."""
     p = Path(path).expanduser().absolute()
     if (b := blocking_file(p)) is not None or (p.exists() and not p.is_dir()):
         b = b or p
-        raise WorkbenchError(f'{what} {p}: {b} is a file, a folder was expected', op, 'move the file away, or choose another folder')
+        raise WorkbenchError(f'{what} {p}: {b} is a file, a folder was expected', op,
+                             'move the file away, or choose another folder')
     base = next(q for q in [p, *p.parents] if q.exists())
     try: st = os.statvfs(base)
     except OSError as e: raise fs_error(e, op, base) from None
-    if st.f_blocks == 0: raise WorkbenchError(f'{what} {p} is on a file system without storage ({base})', op, 'choose a folder on a disk')
-    if st.f_flag & os.ST_RDONLY: raise WorkbenchError(f'{what} {p} is on a read-only file system', op, 'point $WORKBENCH_RUNS (or --out) at a writable folder')
+    if st.f_blocks == 0: raise WorkbenchError(f'{what} {p} is on a file system without storage ({base})', op,
+                                              'choose a folder on a disk')
+    if st.f_flag & os.ST_RDONLY: raise WorkbenchError(f'{what} {p} is on a read-only file system', op,
+                                                      'point $WORKBENCH_RUNS (or --out) at a writable folder')
     if not os.access(base, os.W_OK | os.X_OK):
-        raise WorkbenchError(f'{what} {p}: permission denied on {base}', op, f'give user {os.getuid()} write access to {base}, or use another folder')
+        raise WorkbenchError(f'{what} {p}: permission denied on {base}', op,
+                             f'give user {os.getuid()} write access to {base}, or use another folder')
     free = st.f_bavail*st.f_frsize/2**20
     if free < min_free_mb:
-        raise WorkbenchError(f'{what} {p}: only {free:.0f} MB free on its disk (at least {min_free_mb:g} MB needed)', op,
+        raise WorkbenchError(f'{what} {p}: only {free:.0f} MB free on its disk (at least {min_free_mb:g} MB needed)',
+                             op,
                              'free space there, or point $WORKBENCH_RUNS at a larger disk')
     return p

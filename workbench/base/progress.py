@@ -8,9 +8,12 @@ import json, os, sys, threading, time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
+# the numbers a finished point's progress event carries (tok/s/GPU, TTFT p50 ms)
+EV_GPU_TPS, EV_TTFT = 'tok_s_gpu', 'ttft_ms'
+
 
 # %% auto #0
-__all__ = ['FILE', 'clock', 'line', 'in_kernel', 'Progress', 'reporting', 'phase', 'note', 'follow']
+__all__ = ['EV_GPU_TPS', 'EV_TTFT', 'FILE', 'clock', 'line', 'in_kernel', 'Progress', 'reporting', 'phase', 'note', 'follow']
 
 # %% ../../nbs/00_base/03_progress.ipynb #5ae62144
 FILE = 'progress.jsonl'
@@ -26,8 +29,9 @@ def _numbers(ev:dict) -> str:
     "The numbers part of a point line: tok/s/GPU, TTFT p50, provenance and error band."
     if ev.get('status') == 'failed': return f"FAILED: {ev.get('reason', '')}"[:400]
     if ev.get('status') == 'not modelled' or ev.get('modelled') is False:     # run now, or read back from MLflow
-        return 'not modelled by the simulator (no numbers)' + ('  (reused from MLflow)' if ev.get('status') == 'reused' else '')
-    t, f = ev.get('tok_s_gpu'), ev.get('ttft_ms')
+        return 'not modelled by the simulator (no numbers)' + ('  (reused from MLflow)' if ev.get('status') == 'reused'
+                                                               else '')
+    t, f = ev.get(EV_GPU_TPS), ev.get(EV_TTFT)
     out = ('n/a' if t is None else f'{t:7.1f}') + ' tok/s/GPU  TTFT ' + ('n/a' if f is None else f'{f:,.0f} ms')
     out += f"  {ev.get('provenance', '')}" + (f" {ev['band']}" if ev.get('band') else '')
     return out + ('  (reused from MLflow)' if ev.get('status') == 'reused' else '')
@@ -40,10 +44,12 @@ def line(ev:dict) -> str:
     if k == 'point' and ev.get('i') is None:      # a point read back from the store, not reported as it ran
         return f"[-] {ev['name']:<40} {_numbers(ev)}"
     if k == 'point':
-        n, eta = '?' if ev['n'] is None else f"{est}{ev['n']}", clock(ev.get('eta_s'))      # None: a time-boxed count past its box
+        # None: a time-boxed count past its box
+        n, eta = '?' if ev['n'] is None else f"{est}{ev['n']}", clock(ev.get('eta_s'))
         return (f"[{ev['i']:>{len(n.lstrip('~'))}}/{n}] {ev['name']:<40} {_numbers(ev)}  "
                 f"elapsed {clock(ev.get('elapsed_s'))}  ETA {est if eta != '?' else ''}{eta}")
-    if k == 'phase': return f"    {ev['text']}" + (f"  ({clock(ev['elapsed_s'])} elapsed)" if ev.get('elapsed_s') is not None else '')
+    if k == 'phase': return f"    {ev['text']}" + (f"  ({clock(ev['elapsed_s'])} elapsed)"
+                                                   if ev.get('elapsed_s') is not None else '')
     if k == 'done': return (f"{ev.get('title', 'study')}: {ev['n']} point(s) in {clock(ev.get('elapsed_s'))}: "
                             f"{ev.get('ran', 0)} ran, {ev.get('reused', 0)} reused, {ev.get('failed', 0)} failed")
     return json.dumps(ev)
@@ -68,7 +74,8 @@ class _Bar:
         "Move the bar to `i` of `n` (a count that grows when it was an estimate) and show `text` beside it."
         import html
         self.bar.max = max(n or i + 1, i, 1)
-        self.bar.value = i; self.label.value = f'<b>{html.escape(self.title)}</b> {i}/{self.bar.max}: {html.escape(text)}'
+        self.bar.value = i
+        self.label.value = f'<b>{html.escape(self.title)}</b> {i}/{self.bar.max}: {html.escape(text)}'
 
     def close(self, text:str):
         "Replace the widget by a line of text."
@@ -77,7 +84,8 @@ class _Bar:
 
 # %% ../../nbs/00_base/03_progress.ipynb #b81dcd26
 def _append(path:Path|None, ev:dict) -> dict:
-    "Stamp `ev` with the time and append it to the channel `path` (best effort: a full disk must not stop the study from recording its points)."
+    """Stamp `ev` with the time and append it to the channel `path` (best effort: a full disk must not stop the study
+    from recording its points)."""
     ev = {'t': round(time.time(), 3), **ev}
     if path is not None:
         try:
@@ -87,12 +95,17 @@ def _append(path:Path|None, ev:dict) -> dict:
     return ev
 
 class Progress:
-    """A study's progress: events appended to `path` (JSON lines) and shown as a widget bar in Jupyter or printed lines elsewhere.
-    With `budget_s` the work is time-boxed (a search): `total` is an estimate, shown as `~N`. Once a tenth of the budget has passed
-    it is the points done plus the pace of the last tenth times the time left (before, it doubles when reached); past the budget
+    """A study's progress: events appended to `path` (JSON lines) and shown as a widget bar in Jupyter or printed lines
+    elsewhere.
+    With `budget_s` the work is time-boxed (a search): `total` is an estimate, shown as `~N`. Once a tenth of the
+    budget has passed
+    it is the points done plus the pace of the last tenth times the time left (before,
+                                                                               it doubles when reached); past the budget
     the total is unknown (`?`), as is the ETA, which until then is the budget left."""
-    def __init__(self, path, total:int, *, title:str='study', show:bool=True, now:Callable[[], float]=time.monotonic, budget_s:float|None=None):
-        self.path, self.n, self.title, self.now, self.budget_s = Path(path) if path else None, total, title, now, budget_s
+    def __init__(self, path, total:int, *, title:str='study', show:bool=True, now:Callable[[], float]=time.monotonic,
+                 budget_s:float|None=None):
+        self.path, self.n, self.title, self.now, self.budget_s = (Path(path) if path else None, total, title, now,
+                                                                  budget_s)
         self.i, self.counts, self.t0, self.work_s = 0, {'ran': 0, 'reused': 0, 'failed': 0}, now(), 0.0
         self._last, self._est, self._marks = self.t0, {'estimate': True} if budget_s else {}, [(self.t0, 0)]
         self.bar = _Bar(total, title) if show and in_kernel() else None
@@ -103,20 +116,24 @@ class Progress:
         "Append `ev` to the file and show it."
         ev = _append(self.path, ev)
         if self.echo: print(line(ev), flush=True)
-        elif self.bar is not None and ev['kind'] in ('point', 'phase'): self.bar.update(self.i, line(ev).strip(), self.n)
+        elif self.bar is not None and ev['kind'] in ('point', 'phase'): self.bar.update(self.i, line(ev).strip(),
+                                                                                        self.n)
 
     def _eta(self, t:float) -> float|None:
-        "Seconds left: from the pace of the points that ran now (reused ones cost nothing); for time-boxed work, the budget left."
+        """Seconds left: from the pace of the points that ran now (reused ones cost nothing); for time-boxed work, the
+        budget left."""
         if self.budget_s: return self._time_box(t)
         ran = self.counts['ran'] + self.counts['failed']
         if self.i > self.n: self.n = self.i                     # more points than planned: never past the end
         return self.work_s/ran*(self.n - self.i) if ran and self.i < self.n else None if self.i < self.n else 0.0
 
     def _time_box(self, t:float) -> float|None:
-        "Time-boxed work: re-estimate the total (None past the budget: unknown) and return the budget left (None under a second)."
+        """Time-boxed work: re-estimate the total (None past the budget: unknown) and return the budget left (None under
+        a second)."""
         el, win = t - self.t0, max(1.0, 0.1*self.budget_s)
         self._marks.append((t, self.i))
-        while len(self._marks) > 2 and self._marks[1][0] <= t - win: self._marks.pop(0)    # the pace of the last tenth, not a cached burst
+        # the pace of the last tenth, not a cached burst
+        while len(self._marks) > 2 and self._marks[1][0] <= t - win: self._marks.pop(0)
         (t1, i1), left = self._marks[0], self.budget_s - el
         if left <= 0: self.n = None
         elif el >= win and t > t1: self.n = max(self.i + 1, self.i + round((self.i - i1)/(t - t1)*left))
@@ -131,7 +148,8 @@ class Progress:
         if key != 'reused': self.work_s += t - self._last
         self._last = t
         eta = self._eta(t)
-        self._emit({'kind': 'point', 'i': self.i, 'n': self.n, 'name': name, 'status': status, 'elapsed_s': round(t - self.t0, 1),
+        self._emit({'kind': 'point', 'i': self.i, 'n': self.n, 'name': name, 'status': status, 'elapsed_s': round(t
+                - self.t0, 1),
                     'eta_s': None if eta is None else round(eta, 1), **self._est, **fields})
 
     def phase(self, text:str, *, elapsed_s:float|None=None):
@@ -140,7 +158,8 @@ class Progress:
 
     def close(self):
         "Report the end (counts and total time)."
-        ev = {'kind': 'done', 'title': self.title, 'n': self.i, 'elapsed_s': round(self.now() - self.t0, 1), **self.counts}
+        ev = {'kind': 'done', 'title': self.title, 'n': self.i, 'elapsed_s': round(self.now() - self.t0, 1),
+              **self.counts}
         self._emit(ev)
         if self.bar is not None: self.bar.close(line(ev))
 
@@ -160,13 +179,15 @@ def phase(text:str, *, elapsed_s:float|None=None):
     if _ACTIVE: _ACTIVE[-1].phase(text, elapsed_s=elapsed_s)
 
 def note(folder, text:str):
-    "Report `text` as a phase line on the progress channel of the study in `folder`, outside its `Progress`: `workbench run` prints it as it comes."
+    """Report `text` as a phase line on the progress channel of the study in `folder`, outside its `Progress`:
+    `workbench run` prints it as it comes."""
     _append(Path(folder)/FILE, {'kind': 'phase', 'text': text, 'elapsed_s': None})
 
 # %% ../../nbs/00_base/03_progress.ipynb #6338e695
 def follow(path, stop:threading.Event, *, offset:int|None=None, out:Callable[[str], None]=print, poll_s:float=0.2,
            handle:Callable[[dict], None]|None=None) -> int:
-    "Show each event appended to `path` after `offset` (default: its current end) until `stop` is set (`handle(event)`, else `out(line(event))`); returns the number shown."
+    """Show each event appended to `path` after `offset` (default: its current end) until `stop` is set
+    (`handle(event)`, else `out(line(event))`); returns the number shown."""
     path = Path(path)
     pos = (path.stat().st_size if path.exists() else 0) if offset is None else offset
     shown, buf = 0, b''

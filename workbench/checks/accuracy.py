@@ -40,14 +40,17 @@ class Problem(BaseModel):
 
 # %% ../../nbs/04_checks/03_accuracy.ipynb #e7692f45
 def _t_items(r):
-    n, it = r.choice(NAMES), r.choice(ITEMS); a, b, c = r.randint(5, 80), r.randint(2, 9), r.randint(3, 15); d = r.randint(1, a)
+    n, it = r.choice(NAMES), r.choice(ITEMS); a, b, c = r.randint(5, 80), r.randint(2, 9), r.randint(3, 15)
+    d = r.randint(1, a)
     return (f'{n} has {a} {it}. {n} buys {b} packs with {c} {it} in each pack, then gives {d} {it} to a friend. '
             f'How many {it} does {n} have now?', a + b*c - d, f'{a} + {b}*{c} - {d}')
 
 def _t_change(r):
-    a, p, b, q = r.randint(2, 12), r.randint(2, 9), r.randint(2, 12), r.randint(1, 6); cost = a*p + b*q; bill = 100*math.ceil((cost+1)/100)
+    a, p, b, q = r.randint(2, 12), r.randint(2, 9), r.randint(2, 12), r.randint(1, 6); cost = a*p + b*q
+    bill = 100*math.ceil((cost+1)/100)
     return (f'A bakery sells cupcakes for ${p} each and cookies for ${q} each. Jin buys {a} cupcakes and {b} cookies '
-            f'and pays with ${bill}. How many dollars of change does Jin get?', bill - cost, f'{bill} - ({a}*{p} + {b}*{q})')
+            f'and pays with ${bill}. How many dollars of change does Jin get?', bill - cost,
+            f'{bill} - ({a}*{p} + {b}*{q})')
 
 def _t_travel(r):
     s, h, t, k = r.randint(30, 120), r.randint(2, 6), r.randint(30, 120), r.randint(1, 5)
@@ -83,7 +86,8 @@ SHORT_TEMPLATES = (_t_items, _t_change, _t_travel, _t_groups, _t_savings, _t_dis
 
 # %% ../../nbs/04_checks/03_accuracy.ipynb #7e580ec6
 def _t_week(r):
-    stock = r.randint(50, 400); expr = str(stock); days = ['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday']
+    stock = r.randint(50, 400); expr = str(stock); days = ['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday',
+                                                           'Saturday', 'Sunday']
     lines = [f'A warehouse starts the week with {stock} boxes.']
     for day in days[:r.randint(6, 7)] + (['the following Monday', 'the following Tuesday'][:r.randint(0, 2)]):
         op = r.choice(['receive', 'ship', 'double', 'half', 'add'])
@@ -96,16 +100,20 @@ def _t_week(r):
             c = r.randint(1, max(1, stock//2)); stock -= c; expr = f'({expr} - {c})'
             lines.append(f'On {day} it ships out {c} boxes.')
         elif op == 'double':
-            stock *= 2; expr = f'({expr}*2)'; lines.append(f'On {day} a second supplier matches the stock, so the number of boxes doubles.')
+            stock *= 2; expr = f'({expr}*2)'; lines.append(f'On {day} a second supplier matches the stock, so the '
+                                                           'number of boxes doubles.')
         elif op == 'half':
-            stock //= 2; expr = f'({expr}/2)'; lines.append(f'On {day} half of the boxes are moved to another warehouse.')
+            stock //= 2; expr = f'({expr}/2)'; lines.append(f'On {day} half of the boxes are moved to another '
+                                                            'warehouse.')
         else:
-            d = r.randint(3, 90); stock += d; expr = f'({expr} + {d})'; lines.append(f'On {day} workers find {d} more boxes in storage.')
+            d = r.randint(3, 90); stock += d; expr = f'({expr} + {d})'; lines.append(f'On {day} workers find {d} more '
+                                                                                     'boxes in storage.')
     lines.append('How many boxes are in the warehouse at the end?')
     return ' '.join(lines), stock, expr
 
 # %% ../../nbs/04_checks/03_accuracy.ipynb #0792e63f
-def arithmetic_set(n:int=300, seed:int=0, long_every:int=5, *, short_max_tokens:int=1024, long_max_tokens:int=4096) -> list[Problem]:
+def arithmetic_set(n:int=300, seed:int=0, long_every:int=5, *, short_max_tokens:int=1024,
+                   long_max_tokens:int=4096) -> list[Problem]:
     "`n` seeded arithmetic word problems; every `long_every`-th asks for a long, step-by-step generation."
     if n < 1: raise WorkbenchError(f'n={n}', 'generate the arithmetic evaluation set', 'ask for at least one problem')
     r, out, seen = random.Random(seed), [], set()
@@ -114,7 +122,8 @@ def arithmetic_set(n:int=300, seed:int=0, long_every:int=5, *, short_max_tokens:
         text, ans, expr = _t_week(r) if long else r.choice(SHORT_TEMPLATES)(r)
         if text in seen: continue
         seen.add(text)
-        out.append(Problem(id=f'arith-{seed}-{len(out):04d}', prompt=text + (LONG_SUFFIX if long else SHORT_SUFFIX), answer=ans,
+        out.append(Problem(id=f'arith-{seed}-{len(out):04d}', prompt=text + (LONG_SUFFIX if long else SHORT_SUFFIX),
+                           answer=ans,
                            expr=expr, long=long, max_tokens=long_max_tokens if long else short_max_tokens))
     return out
 
@@ -124,7 +133,8 @@ def eval_set_id(problems:list[Problem]) -> str:
 
 # %% ../../nbs/04_checks/03_accuracy.ipynb #cf7f5940
 _NUM = r'-?\d[\d,]*(?:\.\d+)?'
-_MARKERS = (rf'(?:final\s+)?answer\s*(?:is)?\s*[:：]?\s*\**\s*\$?\s*({_NUM})', rf'정답\s*[:：은는]?\s*\$?\s*({_NUM})',
+_MARKERS = (rf'(?:final\s+)?answer\s*(?:is)?\s*[:：]?\s*\**\s*\$?\s*({_NUM})',
+            rf'정답\s*[:：은는]?\s*\$?\s*({_NUM})',
             rf'####\s*\$?\s*({_NUM})', rf'\\boxed\{{\s*\$?\s*({_NUM})')
 
 def normalize_number(s:str) -> str|None:
@@ -164,7 +174,8 @@ def degeneration(text:str|None, min_len:int=300, loop_ratio:float=0.12, foreign:
         scripts = [unicodedata.name(ch, 'UNKNOWN').split()[0] for ch in letters]
         odd = sum(s not in _OK_SCRIPTS for s in scripts)/len(scripts)
         distinct = {s for s in scripts if scripts.count(s) >= 3}
-        if odd > foreign or len(distinct) >= 5: return f'mixed-script token soup ({odd:.0%} letters outside Latin/Hangul/CJK, {len(distinct)} scripts)'
+        if odd > foreign or len(distinct) >= 5: return (f'mixed-script token soup ({odd:.0%} letters outside '
+                                                        f'Latin/Hangul/CJK, {len(distinct)} scripts)')
     return None
 
 # %% ../../nbs/04_checks/03_accuracy.ipynb #7a5e2703
@@ -187,19 +198,22 @@ class AnswerSheet(BaseModel):
     temperature: float = 0.0
     answers: list[Answer]
 
-    def numbers(self) -> dict[str, str|None]: "Problem id -> extracted number."; return {a.id: a.number for a in self.answers}
-    def save(self, path) -> Path: "Write as JSON."; p = Path(path); p.write_text(self.model_dump_json(indent=1)); return p
+    def numbers(self) -> dict[str, str|None]: "Problem id -> extracted number."; return {a.id: a.number
+                                                                                         for a in self.answers}
+    def save(self,
+             path) -> Path: "Write as JSON."; p = Path(path); p.write_text(self.model_dump_json(indent=1)); return p
     @classmethod
     def load(cls, path) -> 'AnswerSheet':
         "Read a saved sheet."
         try: return cls.model_validate_json(Path(path).read_text())
         except FileNotFoundError: raise WorkbenchError(f'no answer sheet at {path}', 'load reference answers',
-                                                       "run the recipe's checks first; its answers are the reference") from None
+                "run the recipe's checks first; its answers are the reference") from None
 
 def answer_of(p:Problem, r:Reply) -> Answer:
     "Score-ready `Answer` from a reply: number from content, else from reasoning."
     num = final_number(r.content) or final_number(r.reasoning_content)
-    return Answer(id=p.id, number=num, content=r.content, reasoning_chars=len(r.reasoning_content or ''), finish_reason=r.finish_reason,
+    return Answer(id=p.id, number=num, content=r.content, reasoning_chars=len(r.reasoning_content or ''),
+                  finish_reason=r.finish_reason,
                   completion_tokens=(r.usage or {}).get('completion_tokens'), error='; '.join(r.problems) or None,
                   degenerate=degeneration((r.content or '') + (r.reasoning_content or '')))
 
@@ -233,15 +247,18 @@ def score(problems:list[Problem], sheet:AnswerSheet) -> Score:
     "Exact match of each extracted final number against the problem's answer."
     if not problems: raise WorkbenchError('no problems', 'score answers', 'generate the set with arithmetic_set(n>=1)')
     if sheet.eval_set != eval_set_id(problems):
-        raise WorkbenchError(f'answer sheet for eval set {sheet.eval_set}, problems are {eval_set_id(problems)}', 'score answers',
+        raise WorkbenchError(f'answer sheet for eval set {sheet.eval_set}, problems are {eval_set_id(problems)}',
+                             'score answers',
                              'score a sheet against the problems it was run on (same n and seed)')
     by = {a.id: a for a in sheet.answers}
     ok = {p.id: by.get(p.id) is not None and by[p.id].number == str(p.answer) for p in problems}
     lg = [p for p in problems if p.long]
     deg = {a.id for a in sheet.answers if a.degenerate}
     return Score(n=len(problems), correct=sum(ok.values()), accuracy=sum(ok.values())/len(problems),
-                 long_n=len(lg), long_correct=sum(ok[p.id] for p in lg), long_accuracy=sum(ok[p.id] for p in lg)/len(lg) if lg else None,
-                 degenerate=len(deg), degenerate_long=sum(p.id in deg for p in lg), errors=sum(a.error is not None for a in sheet.answers))
+                 long_n=len(lg), long_correct=sum(ok[p.id] for p in lg), long_accuracy=sum(ok[p.id] for p in lg)
+                 /len(lg) if lg else None,
+                 degenerate=len(deg), degenerate_long=sum(p.id in deg for p in lg), errors=sum(a.error is not None
+                     for a in sheet.answers))
 
 # %% ../../nbs/04_checks/03_accuracy.ipynb #d4c9050e
 class Thresholds(BaseModel):
@@ -259,24 +276,30 @@ def accuracy_checks(s:Score, t:Thresholds=Thresholds()) -> list[CheckResult]:
     why = []
     if s.accuracy < t.min_accuracy: why.append(f'accuracy {s.correct}/{s.n} = {s.accuracy:.1%} < {t.min_accuracy:.0%}')
     if s.long_accuracy is not None and s.long_accuracy < t.min_long_accuracy:
-        why.append(f'long-generation accuracy {s.long_correct}/{s.long_n} = {s.long_accuracy:.1%} < {t.min_long_accuracy:.0%}')
+        why.append(f'long-generation accuracy {s.long_correct}/{s.long_n} = {s.long_accuracy:.1%} < '
+                   f'{t.min_long_accuracy:.0%}')
     if s.errors/s.n > t.max_errors: why.append(f'{s.errors}/{s.n} requests failed')
     det = s.model_dump()
-    acc = (failed if why else passed)('accuracy.arith', '; '.join(why) or f'{s.correct}/{s.n} exact ({s.accuracy:.1%}), long {s.long_correct}/{s.long_n}',
+    acc = (failed if why else passed)('accuracy.arith', '; '.join(why) or f'{s.correct}/{s.n} exact '
+                                                                          f'({s.accuracy:.1%}), long '
+                                                                          f'{s.long_correct}/{s.long_n}',
                                        value=s.accuracy, threshold=t.min_accuracy, details=det)
     frac = s.degenerate/s.n
     msg = f'{s.degenerate}/{s.n} generations corrupted ({s.degenerate_long}/{s.long_n} long)'
-    deg = (failed if frac > t.max_degenerate else passed)('accuracy.degenerate', msg + (f' > {t.max_degenerate:.1%}' if frac > t.max_degenerate else ''),
+    deg = (failed if frac > t.max_degenerate else passed)('accuracy.degenerate', msg + (f' > {t.max_degenerate:.1%}'
+            if frac > t.max_degenerate else ''),
                                                           value=frac, threshold=t.max_degenerate, details=det)
     return [acc, deg]
 
-def agreement_check(problems:list[Problem], reference:AnswerSheet, sheet:AnswerSheet, t:Thresholds=Thresholds()) -> CheckResult:
+def agreement_check(problems:list[Problem], reference:AnswerSheet, sheet:AnswerSheet,
+                    t:Thresholds=Thresholds()) -> CheckResult:
     "Greedy agreement of `sheet` with the recipe's `reference` answers, and the accuracy drop between them."
     if reference.eval_set != sheet.eval_set:
         raise WorkbenchError(f'reference eval set {reference.eval_set} != {sheet.eval_set}', 'compare greedy answers',
                              "re-run the recipe's checks on the same evaluation set (same n and seed)")
     ref, cand = reference.numbers(), sheet.numbers()
-    if not ref: raise WorkbenchError('the reference answer sheet is empty', 'compare greedy answers', "re-run the recipe's accuracy checks")
+    if not ref: raise WorkbenchError('the reference answer sheet is empty', 'compare greedy answers',
+                                     "re-run the recipe's accuracy checks")
     agree = sum(ref[k] is not None and ref[k] == cand.get(k) for k in ref)/len(ref)
     drop = score(problems, reference).accuracy - score(problems, sheet).accuracy
     why = []
@@ -284,7 +307,8 @@ def agreement_check(problems:list[Problem], reference:AnswerSheet, sheet:AnswerS
     if drop > t.max_accuracy_drop: why.append(f'accuracy {drop:.1%} below the recipe (> {t.max_accuracy_drop:.0%})')
     det = dict(agreement=agree, accuracy_drop=drop, reference=reference.variant or reference.variant_hash)
     if why: return failed('accuracy.agreement', '; '.join(why), value=agree, threshold=t.min_agreement, details=det)
-    return passed('accuracy.agreement', f'{agree:.1%} of greedy answers equal the recipe\'s, accuracy change {-drop:+.1%}',
+    return passed('accuracy.agreement',
+                  f'{agree:.1%} of greedy answers equal the recipe\'s, accuracy change {-drop:+.1%}',
                   value=agree, threshold=t.min_agreement, details=det)
 
 # %% ../../nbs/04_checks/03_accuracy.ipynb #c46ef64b
@@ -295,13 +319,17 @@ def gsm8k_unavailable(hf_home:str|None=None) -> str|None:
     roots = [Path(hf_home or os.environ.get('HF_HOME', Path.home()/'.cache'/'huggingface'))]
     if os.environ.get('HF_DATASETS_CACHE'): roots.append(Path(os.environ['HF_DATASETS_CACHE']))
     hits = [p for r in roots if r.exists() for p in r.glob('**/*gsm8k*')]
-    if not hits: return (f'the gsm8k dataset is not in the local Hugging Face cache ({", ".join(map(str, roots))}); on a machine with network run '
-                         "`python -c \"import datasets; datasets.load_dataset('openai/gsm8k', 'main')\"` and copy the cache")
+    if not hits: return (f'the gsm8k dataset is not in the local Hugging Face cache ({", ".join(map(str, roots))}); on '
+                         'a machine with network run '
+                         "`python -c \"import datasets; datasets.load_dataset('openai/gsm8k', 'main')\"` and copy the "
+                         "cache")
     return None
 
-def lm_eval_command(base_url:str, served_name:str, out_dir, task:str='gsm8k', *, num_concurrent:int=8, limit:int|None=None) -> list[str]:
+def lm_eval_command(base_url:str, served_name:str, out_dir, task:str='gsm8k', *, num_concurrent:int=8,
+                    limit:int|None=None) -> list[str]:
     "The lm-eval CLI call that runs `task` against the chat endpoint."
-    args = f'model={served_name},base_url={api_base(base_url)}/chat/completions,num_concurrent={num_concurrent},max_retries=3,tokenized_requests=False'
+    args = (f'model={served_name},base_url={api_base(base_url)}/chat/completions,num_concurrent={num_concurrent},'
+            'max_retries=3,tokenized_requests=False')
     cmd = [sys.executable, '-m', 'lm_eval', '--model', 'local-chat-completions', '--model_args', args, '--tasks', task,
            '--apply_chat_template', '--fewshot_as_multiturn', '--output_path', str(out_dir)]
     return cmd + (['--limit', str(limit)] if limit else [])
@@ -309,25 +337,32 @@ def lm_eval_command(base_url:str, served_name:str, out_dir, task:str='gsm8k', *,
 def lm_eval_score(out_dir, task:str='gsm8k', metric:str='exact_match,flexible-extract') -> float:
     "The `metric` of `task` from the newest lm-eval results JSON under `out_dir`."
     files = sorted(Path(out_dir).glob('**/results*.json'), key=lambda p: p.stat().st_mtime)
-    if not files: raise WorkbenchError(f'no lm-eval results under {out_dir}', 'read gsm8k results', 'check the lm-eval log beside it')
+    if not files: raise WorkbenchError(f'no lm-eval results under {out_dir}', 'read gsm8k results',
+                                       'check the lm-eval log beside it')
     res = json.loads(files[-1].read_text())['results']
     try: return float(res[task][metric])
-    except KeyError: raise WorkbenchError(f'{task}/{metric} not in {files[-1]} (has {list(res.get(task, {}))})', 'read gsm8k results',
+    except KeyError: raise WorkbenchError(f'{task}/{metric} not in {files[-1]} (has {list(res.get(task, {}))})',
+                                          'read gsm8k results',
                                           'pass the metric name lm-eval reports') from None
 
 # %% ../../nbs/04_checks/03_accuracy.ipynb #8e33898d
-def gsm8k_check(base_url:str, served_name:str, simulated:bool=False, reference:float|None=None, *, t:Thresholds=Thresholds(),
+def gsm8k_check(base_url:str, served_name:str, simulated:bool=False, reference:float|None=None, *,
+                t:Thresholds=Thresholds(),
                 limit:int|None=None, timeout:float=7200, out_dir=None) -> CheckResult:
     "Optional lm-eval gsm8k through the endpoint; not applicable when simulated or when lm-eval/dataset are absent."
     if simulated: return not_applicable('accuracy.gsm8k', SIMULATED_NA, simulated=True)
     if why := gsm8k_unavailable(): return not_applicable('accuracy.gsm8k', why)
     out = Path(out_dir or tempfile.mkdtemp(prefix='gsm8k-'))
     env = {**os.environ, 'HF_DATASETS_OFFLINE': '1', 'HF_HUB_OFFLINE': '1'}
-    try: p = subprocess.run(lm_eval_command(base_url, served_name, out, limit=limit), env=env, capture_output=True, text=True, timeout=timeout)
+    try: p = subprocess.run(lm_eval_command(base_url, served_name, out, limit=limit), env=env, capture_output=True,
+                            text=True, timeout=timeout)
     except subprocess.TimeoutExpired: return failed('accuracy.gsm8k', f'lm-eval gsm8k ran past {timeout:.0f} s')
     (out/'lm_eval.log').write_text(p.stdout + p.stderr)
-    if p.returncode: return failed('accuracy.gsm8k', f'lm-eval exited {p.returncode}: {p.stderr.strip()[-300:]}', details={'log': str(out/'lm_eval.log')})
+    if p.returncode: return failed('accuracy.gsm8k', f'lm-eval exited {p.returncode}: {p.stderr.strip()[-300:]}',
+                                   details={'log': str(out/'lm_eval.log')})
     s = lm_eval_score(out)
     if reference is not None and reference - s > t.max_accuracy_drop:
-        return failed('accuracy.gsm8k', f'gsm8k {s:.1%} is {reference - s:.1%} below the recipe ({reference:.1%})', value=s, threshold=reference - t.max_accuracy_drop)
-    return passed('accuracy.gsm8k', f'gsm8k {s:.1%}' + (f' (recipe {reference:.1%})' if reference is not None else ''), value=s)
+        return failed('accuracy.gsm8k', f'gsm8k {s:.1%} is {reference - s:.1%} below the recipe ({reference:.1%})',
+                      value=s, threshold=reference - t.max_accuracy_drop)
+    return passed('accuracy.gsm8k', f'gsm8k {s:.1%}' + (f' (recipe {reference:.1%})' if reference is not None else ''),
+                  value=s)

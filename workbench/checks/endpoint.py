@@ -44,7 +44,8 @@ class Reply(BaseModel):
 def _reply_of(d:dict) -> Reply:
     "Reply from a non-streaming chat completion body."
     r = Reply()
-    if d.get('object') not in (None, 'chat.completion'): r.problems.append(f"object is {d.get('object')!r}, not 'chat.completion'")
+    if d.get('object') not in (None, 'chat.completion'): r.problems.append(f"object is {d.get('object')!r}, not "
+                                                                           "'chat.completion'")
     ch = d.get('choices') or []
     if not ch or not isinstance(ch[0], dict): r.problems.append('no choices'); return r
     m = ch[0].get('message') or {}
@@ -61,22 +62,25 @@ def reply_of_stream(lines:Iterable[str]) -> Reply:
         line = line.strip()
         if not line: event = None; continue
         if line.startswith('event:'): event = line[6:].strip(); continue
-        if line.startswith(':') or not line.startswith('data:') or event not in (None, 'message'): continue   # comments, dispatch events
+        # comments, dispatch events
+        if line.startswith(':') or not line.startswith('data:') or event not in (None, 'message'): continue
         data = line[5:].strip()
         if data == '[DONE]': done = True; continue
         try: d = json.loads(data)
         except json.JSONDecodeError: r.problems.append(f'chunk is not JSON: {data[:80]!r}'); continue
         if 'error' in d: r.problems.append(f"error event: {str(d['error'])[:200]}"); continue
         r.chunks += 1
-        if d.get('object') not in (None, 'chat.completion.chunk'): r.problems.append(f"chunk object is {d.get('object')!r}")
+        if d.get('object') not in (None, 'chat.completion.chunk'): r.problems.append("chunk object is "
+                                                                                     f"{d.get('object')!r}")
         if d.get('id'): ids.add(d['id'])
         if d.get('usage'): r.usage = d['usage']
         for c in d.get('choices') or []:
             delta = c.get('delta') or {}
             if delta.get('content'): parts.append(delta['content'])
-            if delta.get('reasoning_content') or delta.get('reasoning'): reasoning.append(delta.get('reasoning_content') or delta.get('reasoning'))
+            if think := delta.get('reasoning_content') or delta.get('reasoning'): reasoning.append(think)
             for tc in delta.get('tool_calls') or []:
-                cur = calls.setdefault(tc.get('index', len(calls)), {'id': None, 'type': 'function', 'function': {'name': '', 'arguments': ''}})
+                cur = calls.setdefault(tc.get('index', len(calls)), {'id': None, 'type': 'function',
+                                                                     'function': {'name': '', 'arguments': ''}})
                 if tc.get('id'): cur['id'] = tc['id']
                 f = tc.get('function') or {}
                 cur['function']['name'] += f.get('name') or ''
@@ -102,12 +106,14 @@ def chat(cl:httpx.Client, model:str, messages:list[dict], stream:bool=False, **p
     try:
         if not stream:
             resp = cl.post('/chat/completions', json=body)
-            if resp.status_code != 200: return Reply(status_code=resp.status_code, problems=[f'HTTP {resp.status_code}: {resp.text[:300]}'])
+            if resp.status_code != 200: return Reply(status_code=resp.status_code,
+                                                     problems=[f'HTTP {resp.status_code}: {resp.text[:300]}'])
             try: return _reply_of(resp.json())
             except ValueError: return Reply(problems=[f'body is not JSON: {resp.text[:120]!r}'])
         with cl.stream('POST', '/chat/completions', json=body) as resp:
             if resp.status_code != 200:
-                resp.read(); return Reply(status_code=resp.status_code, problems=[f'HTTP {resp.status_code}: {resp.text[:300]}'])
+                resp.read(); return Reply(status_code=resp.status_code,
+                                          problems=[f'HTTP {resp.status_code}: {resp.text[:300]}'])
             return reply_of_stream(resp.iter_lines())
     except httpx.HTTPError as e:
         return Reply(status_code=0, problems=[f'{type(e).__name__} talking to {cl.base_url}: {e}'])
@@ -146,8 +152,10 @@ def fixtures_dir() -> Path:
 def load_fixture(name:str):
     "A recorded response: `NAME.json` as a dict, `NAME.sse` as the list of its `data:` payloads."
     p = fixtures_dir()/name
-    if not p.exists(): raise WorkbenchError(f'no fixture {p}', 'load a recorded response', 'restore tests/fixtures/checks from git')
-    if p.suffix == '.sse': return [l[5:].strip() for l in p.read_text().splitlines() if l.startswith('data:') and l[5:].strip() != '[DONE]']
+    if not p.exists(): raise WorkbenchError(f'no fixture {p}', 'load a recorded response',
+                                            'restore tests/fixtures/checks from git')
+    if p.suffix == '.sse': return [l[5:].strip() for l in p.read_text().splitlines() if l.startswith('data:')
+                                   and l[5:].strip() != '[DONE]']
     return json.loads(p.read_text())
 
 def fixture_handler(models='dynamo_models.json', chat='dynamo_chat.json', stream='dynamo_chat.sse',
@@ -174,15 +182,18 @@ def check_models(cl:httpx.Client, served_name:str) -> CheckResult:
     except httpx.HTTPError as e: return failed('smoke.models', f'{type(e).__name__} talking to {cl.base_url}: {e}')
     if resp.status_code != 200: return failed('smoke.models', f'GET /v1/models returned HTTP {resp.status_code}')
     try: ids = [m.get('id') for m in resp.json().get('data', [])]
-    except (ValueError, AttributeError): return failed('smoke.models', f'/v1/models body is not a model list: {resp.text[:120]!r}')
-    if served_name not in ids: return failed('smoke.models', f'served name {served_name!r} not in /v1/models ({ids})', details={'ids': ids})
+    except (ValueError, AttributeError): return failed('smoke.models', '/v1/models body is not a model list: '
+                                                                       f'{resp.text[:120]!r}')
+    if served_name not in ids: return failed('smoke.models', f'served name {served_name!r} not in /v1/models ({ids})',
+                                             details={'ids': ids})
     return passed('smoke.models', f'/v1/models lists {served_name!r}', details={'ids': ids})
 
 def judge_reply(name:str, r:Reply, max_tokens:int|None=None) -> CheckResult:
     "Smoke verdict on one reply: text present, a known finish reason, consistent usage."
     why = list(r.problems)
     if not r.text.strip() and not r.tool_calls: why.append('no content, reasoning_content or tool_calls')
-    if r.finish_reason not in FINISH_REASONS: why.append(f'finish_reason {r.finish_reason!r} not one of {FINISH_REASONS}')
+    if r.finish_reason not in FINISH_REASONS: why.append(f'finish_reason {r.finish_reason!r} not one of '
+                                                         f'{FINISH_REASONS}')
     u = r.usage or {}
     p, c, t = u.get('prompt_tokens'), u.get('completion_tokens'), u.get('total_tokens')
     if not r.usage: why.append('no usage')
@@ -190,7 +201,8 @@ def judge_reply(name:str, r:Reply, max_tokens:int|None=None) -> CheckResult:
         if not (isinstance(p, int) and p > 0): why.append(f'usage.prompt_tokens is {p!r}')
         if not (isinstance(c, int) and c > 0): why.append(f'usage.completion_tokens is {c!r}')
         elif max_tokens and c > max_tokens: why.append(f'usage.completion_tokens {c} > max_tokens {max_tokens}')
-        if t is not None and isinstance(p, int) and isinstance(c, int) and t != p + c: why.append(f'usage.total_tokens {t} != {p} + {c}')
+        if t is not None and isinstance(p, int) and isinstance(c, int) and t != p + c: why.append('usage.total_tokens '
+                                                                                                  f'{t} != {p} + {c}')
     det = dict(finish_reason=r.finish_reason, usage=r.usage, text=r.text[:200])
     if why: return failed(name, '; '.join(why), details=det)
     return passed(name, f'{c} tokens, finish_reason {r.finish_reason}', details=det)
@@ -204,20 +216,23 @@ def smoke_checks(cl:httpx.Client, served_name:str, max_tokens:int=64) -> list[Ch
 
 # %% ../../nbs/04_checks/02_endpoint.ipynb #2537bb2e
 THINK_MARKUP = ('<think>', '</think>', '<|think|>', '<|end_think|>', '<thinking>', '</thinking>')
-TOOL_MARKUP = ('<tool_call>', '</tool_call>', '<|tool_call|>', '<tool_calls>', '<|tool_calls_section_begin|>', '<function=')
+TOOL_MARKUP = ('<tool_call>', '</tool_call>', '<|tool_call|>', '<tool_calls>', '<|tool_calls_section_begin|>',
+               '<function=')
 WEATHER_TOOL = {'type': 'function', 'function': {
     'name': 'get_weather', 'description': 'Current weather for a city.',
     'parameters': {'type': 'object', 'properties': {
         'city': {'type': 'string', 'description': 'City name, e.g. Seoul'},
         'unit': {'type': 'string', 'enum': ['celsius', 'fahrenheit']}},
         'required': ['city', 'unit']}}}
-TOOL_PROMPT = [{'role': 'user', 'content': 'What is the weather in Seoul right now, in celsius? Use the get_weather tool.'}]
+TOOL_PROMPT = [{'role': 'user',
+                'content': 'What is the weather in Seoul right now, in celsius? Use the get_weather tool.'}]
 REASONING_PROMPT = [{'role': 'user', 'content': 'Is 391 a prime number? Think it through, then answer yes or no.'}]
 
 def judge_reasoning(r:Reply) -> list[str]:
     "What is wrong with a reply that should carry its reasoning in `reasoning_content`."
     why = list(r.problems)
-    if not (r.reasoning_content or '').strip(): why.append(f'reasoning_content is empty (content starts {(r.content or "")[:60]!r})')
+    if not (r.reasoning_content
+            or '').strip(): why.append(f'reasoning_content is empty (content starts {(r.content or "")[:60]!r})')
     leaked = [m for m in THINK_MARKUP if m in (r.content or '')]
     if leaked: why.append(f'think markup {leaked} leaked into content')
     return why
@@ -228,23 +243,30 @@ _JSON_TYPES = {'string': str, 'integer': int, 'number': (int, float), 'boolean':
 def judge_tool_calls(r:Reply, tools:list[dict]=(WEATHER_TOOL,), expect:dict|None=None) -> list[str]:
     "What is wrong with a reply that should call one of `tools` (with argument values `expect`, if given)."
     why = list(r.problems)
-    if not r.tool_calls: return why + [f'no tool_calls (finish_reason {r.finish_reason!r}, content starts {(r.content or "")[:60]!r})']
+    if not r.tool_calls: return why + [f'no tool_calls (finish_reason {r.finish_reason!r}, content starts '
+                                       f'{(r.content or "")[:60]!r})']
     decl = {t['function']['name']: t['function'].get('parameters', {}) for t in tools}
     for i, tc in enumerate(r.tool_calls):
         f = tc.get('function') or {}
-        if f.get('name') not in decl: why.append(f'tool_calls[{i}] names {f.get("name")!r}, not one of {list(decl)}'); continue
+        if f.get('name') not in decl:
+            why.append(f'tool_calls[{i}] names {f.get("name")!r}, not one of {list(decl)}'); continue
         try: args = json.loads(f.get('arguments') or '')
-        except (json.JSONDecodeError, TypeError): why.append(f'tool_calls[{i}].arguments is not JSON: {str(f.get("arguments"))[:80]!r}'); continue
-        if not isinstance(args, dict): why.append(f'tool_calls[{i}].arguments is {type(args).__name__}, not an object'); continue
+        except (json.JSONDecodeError, TypeError): why.append(f'tool_calls[{i}].arguments is not JSON: '
+                                                             f'{str(f.get("arguments"))[:80]!r}'); continue
+        if not isinstance(args,
+                dict): why.append(f'tool_calls[{i}].arguments is {type(args).__name__}, not an object'); continue
         props, req = decl[f['name']].get('properties', {}), decl[f['name']].get('required', [])
         if miss := [k for k in req if k not in args]: why.append(f'tool_calls[{i}] misses required {miss}')
         if extra := [k for k in args if k not in props]: why.append(f'tool_calls[{i}] has undeclared {extra}')
         for k, v in args.items():
             s = props.get(k, {})
-            if 'type' in s and not isinstance(v, _JSON_TYPES.get(s['type'], object)): why.append(f'tool_calls[{i}].{k} is {type(v).__name__}, declared {s["type"]}')
+            if 'type' in s and not isinstance(v, _JSON_TYPES.get(s['type'], object)): why.append(f'tool_calls[{i}].{k} '
+                    f'is {type(v).__name__}, declared {s["type"]}')
             if 'enum' in s and v not in s['enum']: why.append(f'tool_calls[{i}].{k}={v!r} not in {s["enum"]}')
         for k, v in (expect or {}).items():
-            if str(args.get(k, '')).strip().lower() != str(v).lower(): why.append(f'tool_calls[{i}].{k}={args.get(k)!r}, expected {v!r}')
+            if str(args.get(k,
+                            '')).strip().lower() != str(v).lower(): why.append(f'tool_calls[{i}].{k}={args.get(k)!r}, '
+                                                                               f'expected {v!r}')
     leaked = [m for m in TOOL_MARKUP if m in (r.content or '')]
     if leaked: why.append(f'tool-call markup {leaked} leaked into content')
     return why
@@ -254,27 +276,33 @@ def _parser_check(name, parser, replies, judge, *, simulated):
     "Turn the replies to one parser probe into a CheckResult."
     if not parser: return not_applicable(name, 'the recipe configures no such parser')
     whys = {mode: judge(r) for mode, r in replies.items()}
-    absent = {mode: any(w.startswith(('reasoning_content is empty', 'no tool_calls')) for w in ws) for mode, ws in whys.items()}
-    transport = [w for ws in whys.values() for w in ws if w.startswith(('HTTP ', 'stream ended', 'chunk', 'ConnectError', 'ReadTimeout'))]
-    det = {mode: dict(content=(r.content or '')[:200], reasoning=(r.reasoning_content or '')[:200], tool_calls=r.tool_calls,
+    absent = {mode: any(w.startswith(('reasoning_content is empty', 'no tool_calls')) for w in ws) for mode,
+              ws in whys.items()}
+    transport = [w for ws in whys.values() for w in ws if w.startswith(('HTTP ', 'stream ended', 'chunk',
+                                                                        'ConnectError', 'ReadTimeout'))]
+    det = {mode: dict(content=(r.content or '')[:200], reasoning=(r.reasoning_content or '')[:200],
+                      tool_calls=r.tool_calls,
                       finish_reason=r.finish_reason) for mode, r in replies.items()}
     if simulated and not transport and all(absent.values()) and all(len(ws) == 1 for ws in whys.values()):
         return not_applicable(name, f'{parser}: simulated engine emits random tokens, nothing for the parser to find '
                               '(requests accepted, responses well-formed)', simulated=True, details=det)
     bad = [f'{mode}: {w}' for mode, ws in whys.items() for w in ws]
     if bad: return failed(name, f'{parser}: ' + '; '.join(bad), simulated=simulated, details=det)
-    return passed(name, f'{parser}: parsed in both non-streamed and streamed replies' + (' (simulated engine)' if simulated else ''),
+    return passed(name, f'{parser}: parsed in both non-streamed and streamed replies'
+                  + (' (simulated engine)' if simulated else ''),
                   simulated=simulated, details=det)
 
 def parser_checks(cl:httpx.Client, served_name:str, reasoning_parser:str|None=None, tool_parser:str|None=None,
                   *, simulated:bool=False, max_tokens:int=2048) -> list[CheckResult]:
     "Reasoning- and tool-call-parser checks for the parsers the recipe sets."
     kw = dict(max_tokens=max_tokens, temperature=0.6, top_p=0.95)
-    rr = {m: chat(cl, served_name, REASONING_PROMPT, stream=m == 'stream', **kw) for m in ('chat', 'stream')} if reasoning_parser else {}
+    rr = {m: chat(cl, served_name, REASONING_PROMPT, stream=m == 'stream',
+                  **kw) for m in ('chat', 'stream')} if reasoning_parser else {}
     tr = {m: chat(cl, served_name, TOOL_PROMPT, stream=m == 'stream', tools=[WEATHER_TOOL], tool_choice='auto', **kw)
           for m in ('chat', 'stream')} if tool_parser else {}
     return [_parser_check('parser.reasoning', reasoning_parser, rr, judge_reasoning, simulated=simulated),
-            _parser_check('parser.tool_call', tool_parser, tr, lambda r: judge_tool_calls(r, expect={'city': 'Seoul'}), simulated=simulated)]
+            _parser_check('parser.tool_call', tool_parser, tr, lambda r: judge_tool_calls(r, expect={'city': 'Seoul'}),
+                          simulated=simulated)]
 
 # %% ../../nbs/04_checks/02_endpoint.ipynb #2e225073
 def parsers_from_args(*arg_lists:Iterable[str]) -> tuple[str|None, str|None]:

@@ -9,7 +9,8 @@ from pydantic import BaseModel, Field
 from ..domain.results import SIMULATED_ENGINES
 from .verdict import Status, SIMULATED_NA, CheckResult, passed, failed, not_applicable, Verdict
 from .endpoint import client, smoke_checks, parser_checks, parsers_from_args, check_models
-from .accuracy import (Problem, AnswerSheet, Thresholds, arithmetic_set, run_eval, score, accuracy_checks,
+from .accuracy import (Problem, AnswerSheet, Thresholds, arithmetic_set, run_eval, score,
+                                       accuracy_checks,
                                        agreement_check, gsm8k_check)
 
 # %% auto #0
@@ -37,7 +38,8 @@ def run_checks(base_url:str|None, served_name:str, engine:str, *, variant:str=''
     with client(base_url, timeout) as cl:
         checks += [c.model_copy(update={'simulated': sim}) for c in smoke_checks(cl, served_name)]
         if any(c.failed for c in checks):
-            checks += _all_na(('parser.reasoning', 'parser.tool_call') + ACCURACY_CHECKS, 'skipped: smoke checks failed', simulated=sim)
+            checks += _all_na(('parser.reasoning', 'parser.tool_call') + ACCURACY_CHECKS,
+                              'skipped: smoke checks failed', simulated=sim)
             return Verdict(variant=variant, variant_hash=variant_hash, checks=checks), None
         checks += parser_checks(cl, served_name, reasoning_parser, tool_parser, simulated=sim)
         if acc_na or not accuracy:
@@ -48,7 +50,8 @@ def run_checks(base_url:str|None, served_name:str, engine:str, *, variant:str=''
             sheet = sheet.model_copy(update=dict(variant=variant, variant_hash=variant_hash))
             checks += accuracy_checks(score(problems, sheet), thresholds)
             checks.append(agreement_check(problems, reference, sheet, thresholds) if reference is not None else
-                          not_applicable('accuracy.agreement', "no reference answers (this is the recipe itself, or the recipe's sheet is missing)"))
+                          not_applicable('accuracy.agreement', "no reference answers (this is the recipe itself, or "
+                                                               "the recipe's sheet is missing)"))
     if gsm8k: checks.append(gsm8k_check(base_url, served_name, sim, gsm8k_reference, t=thresholds))
     return Verdict(variant=variant, variant_hash=variant_hash, checks=checks), sheet
 
@@ -59,7 +62,9 @@ class Gate(BaseModel):
     excluded: dict[str, str]              # variant hash -> reason
     names: dict[str, str] = Field(default_factory=dict)
 
-    def allowed(self, variant_hash:str) -> bool: "True when the variant may be compared."; return variant_hash not in self.excluded
+    def allowed(self, variant_hash:str) -> bool:
+        "True when the variant may be compared."
+        return variant_hash not in self.excluded
 
     def keep(self, items:Iterable, hash_of:Callable=lambda x: x.variant_hash) -> list:
         "The `items` whose variant was not excluded."
@@ -74,7 +79,8 @@ class Gate(BaseModel):
         "Excluded variants with the failed checks and the reason, for the study summary."
         import pandas as pd
         rows = [dict(variant=self.names.get(h, h), variant_hash=h,
-                     failed_checks=', '.join(c.name for c in self.verdicts[h].checks if c.failed) if h in self.verdicts else '',
+                     failed_checks=', '.join(c.name for c in self.verdicts[h].checks if c.failed) if h in self.verdicts
+                     else '',
                      reason=why) for h, why in self.excluded.items()]
         return pd.DataFrame(rows, columns=['variant', 'variant_hash', 'failed_checks', 'reason'])
 
@@ -84,11 +90,14 @@ class Gate(BaseModel):
         rows = []
         for h, name in self.names.items():
             v = self.verdicts.get(h)
-            rows.append(dict(variant=name, variant_hash=h, verdict=v.status if v else 'unchecked', included=self.allowed(h),
-                             reason=self.excluded.get(h) or (v.reason if v else ''), **({c.name: c.status for c in v.checks} if v else {})))
+            rows.append(dict(variant=name, variant_hash=h, verdict=v.status if v else 'unchecked',
+                             included=self.allowed(h),
+                             reason=self.excluded.get(h) or (v.reason if v else ''), **({c.name: c.status
+                                     for c in v.checks} if v else {})))
         return pd.DataFrame(rows)
 
-def gate(verdicts:Iterable[Verdict|dict], variants:Iterable[tuple[str, str]]|None=None, exclude_unchecked:bool=True) -> Gate:
+def gate(verdicts:Iterable[Verdict|dict], variants:Iterable[tuple[str, str]]|None=None,
+         exclude_unchecked:bool=True) -> Gate:
     "Mark failed variants (and, by default, variants without a verdict) as excluded, with the reason."
     vs = [v if isinstance(v, Verdict) else Verdict.model_validate(v) for v in verdicts]
     by = {v.variant_hash: v for v in vs}

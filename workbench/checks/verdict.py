@@ -29,16 +29,21 @@ class CheckResult(BaseModel):
     @model_validator(mode='after')
     def _no_simulated_accuracy(self):
         "An accuracy check on a simulated engine must be not-applicable and carry no number."
-        if self.simulated and self.name.startswith('accuracy') and (self.status != 'not_applicable' or self.value is not None):
-            raise WorkbenchError(f'accuracy check {self.name!r} with status {self.status} and value {self.value} on a simulated engine',
-                                 'record a check result', 'report accuracy on a simulated engine as not applicable, without a number')
+        if self.simulated and self.name.startswith('accuracy') and (self.status != 'not_applicable'
+                                                                    or self.value is not None):
+            raise WorkbenchError(f'accuracy check {self.name!r} with status {self.status} and value {self.value} on a '
+                                 'simulated engine',
+                                 'record a check result',
+                                 'report accuracy on a simulated engine as not applicable, without a number')
         return self
 
     @property
     def failed(self) -> bool: return self.status == 'failed'
 
-def passed(name, reason, **kw) -> CheckResult: "A passed check."; return CheckResult(name=name, status='passed', reason=reason, **kw)
-def failed(name, reason, **kw) -> CheckResult: "A failed check."; return CheckResult(name=name, status='failed', reason=reason, **kw)
+def passed(name, reason, **kw) -> CheckResult: "A passed check."; return CheckResult(name=name, status='passed',
+                                                                                     reason=reason, **kw)
+def failed(name, reason, **kw) -> CheckResult: "A failed check."; return CheckResult(name=name, status='failed',
+                                                                                     reason=reason, **kw)
 def not_applicable(name, reason, **kw) -> CheckResult:
     "A check that could not apply here, with why."
     return CheckResult(name=name, status='not_applicable', reason=reason, **kw)

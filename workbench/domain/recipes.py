@@ -4,22 +4,19 @@
 
 # %% ../../nbs/01_domain/00_recipes.ipynb #895f8ca4
 from __future__ import annotations
-from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
-import os, re, stat, yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator, field_validator
-from ..base.core import WorkbenchError, recipes_dir, fs_error
-from ..base.inputs import short, k8s_name_problem, inside
+import re
+from pydantic import BaseModel, ConfigDict, Field, model_validator, field_validator
+from ..base.inputs import k8s_name_problem
 from .results import SLA
+from .metrics import COL_GPU_TPS, PREFIX_HIT
 
 # %% auto #0
-__all__ = ['NonEmpty', 'Image', 'EnvName', 'Positive', 'HF_ID', 'SETTING_GROUPS', 'MAX_YAML_BYTES', 'MAX_YAML_VALUES',
-           'GPU_LIMIT_FIX', 'Strict', 'GPU', 'Architecture', 'Draft', 'ModelSpec', 'EngineDrift', 'Runtime',
-           'ModelCache', 'Parallelism', 'Cache', 'Speculative', 'Kernels', 'WorkerRouting', 'FrontendRouting',
-           'known_setting', 'Service', 'Frontend', 'Worker', 'Topology', 'Trace', 'Workload', 'Benchmark',
-           'PublishedPoint', 'PublishedChange', 'PublishedEffect', 'Pin', 'Baseline', 'Recipe', 'list_recipes',
-           'read_yaml', 'load_gpu', 'load_traces', 'gpu_problems', 'load_recipe']
+__all__ = ['NonEmpty', 'Image', 'EnvName', 'Positive', 'HF_ID', 'SETTING_GROUPS', 'Strict', 'GPU', 'Architecture', 'Draft',
+           'ModelSpec', 'EngineDrift', 'Runtime', 'ModelCache', 'Parallelism', 'Cache', 'Speculative', 'Kernels',
+           'WorkerRouting', 'FrontendRouting', 'known_setting', 'Service', 'Frontend', 'Worker', 'Topology', 'Trace',
+           'Workload', 'Benchmark', 'PublishedPoint', 'PublishedChange', 'PublishedEffect', 'Pin', 'Baseline', 'Recipe']
 
 # %% ../../nbs/01_domain/00_recipes.ipynb #36c46c95
 class Strict(BaseModel):
@@ -27,10 +24,12 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra='forbid', allow_inf_nan=False)
 
 NonEmpty = Annotated[str, Field(min_length=1)]
-Image = Annotated[str, Field(pattern=r'^[A-Za-z0-9][^\s]*$', max_length=512)]          # a container image reference: no spaces
+# a container image reference: no spaces
+Image = Annotated[str, Field(pattern=r'^[A-Za-z0-9][^\s]*$', max_length=512)]
 EnvName = Annotated[str, Field(pattern=r'^[A-Za-z_][A-Za-z0-9_.-]*$')]
 Positive = Annotated[float, Field(gt=0)]
-HF_ID = r'^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$'                     # a Hugging Face repo id: org/name
+# a Hugging Face repo id: org/name
+HF_ID = r'^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$'
 
 def _k8s(kind:str):
     "A field validator that refuses names Kubernetes would refuse (RFC 1123 `kind`)."
@@ -41,12 +40,15 @@ def _k8s(kind:str):
 
 # %% ../../nbs/01_domain/00_recipes.ipynb #3a97b715
 class GPU(Strict):
-    "One accelerator model: usable memory, how many sit in one node, and the links a KV transfer between nodes can take."
+    """One accelerator model: usable memory, how many sit in one node, and the links a KV transfer between nodes can
+    take."""
     name: str
     memory_gb: Positive
     gpus_per_node: int = Field(ge=1, le=64)
-    max_gpus: int = Field(64, ge=1, description='the most GPUs one deployment (a topology or variant) may use; $WORKBENCH_MAX_GPUS overrides it')
-    nic_gbps: Positive|None = None     # one RDMA NIC's bandwidth, GB/s (a worker that mounts `rdma/*` resources uses them)
+    max_gpus: int = Field(64, ge=1, description='the most GPUs one deployment (a topology or variant) may use; '
+                                                '$WORKBENCH_MAX_GPUS overrides it')
+    # one RDMA NIC's bandwidth, GB/s (a worker that mounts `rdma/*` resources uses them)
+    nic_gbps: Positive|None = None
     tcp_gbps: Positive|None = None     # UCX over TCP when no RDMA device is mounted, GB/s
     source: str = ''
 
@@ -78,7 +80,8 @@ class ModelSpec(Strict):
     draft: Draft|None = None
     checkpoint_size_gb: Positive|None = None
     architecture: Architecture
-    standin: str|None = Field(None, description='folder (relative to the recipe) with the simulator stand-in config.json')
+    standin: str|None = Field(None, description='folder (relative to the recipe) with the simulator stand-in '
+                                                'config.json')
 
 class EngineDrift(Strict):
     "A worker flag the recipe's own runtime takes but the workbench's pinned vLLM (settings.ini) rejects, and why."
@@ -169,7 +172,8 @@ def known_setting(setting:str) -> bool:
     if not isinstance(setting, str): return False
     group, _, name = setting.partition('.')
     if group == 'env': return bool(re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', name))
-    if group == 'runtime': return name in ('image', 'frontend_image', 'dynamo_version', 'vllm_version', 'runtime_version_override')
+    if group == 'runtime': return name in ('image', 'frontend_image', 'dynamo_version', 'vllm_version',
+                                           'runtime_version_override')
     if group == 'topology': return not name
     return group in SETTING_GROUPS and any(name in m.model_fields for m in SETTING_GROUPS[group])
 
@@ -237,7 +241,8 @@ class Topology(Strict):
         "Readable shape such as '2xTP4' or '2P(TP2)+1D(TP2)'."
         if self.kind == 'agg':
             w = self.workers[0]; return f'{w.parallelism.replicas}xTP{w.parallelism.tensor_parallel_size}'
-        return '+'.join(f"{w.parallelism.replicas}{w.role[0].upper()}(TP{w.parallelism.tensor_parallel_size})" for w in self.workers)
+        return '+'.join(f"{w.parallelism.replicas}{w.role[0].upper()}(TP{w.parallelism.tensor_parallel_size})"
+                        for w in self.workers)
 
 # %% ../../nbs/01_domain/00_recipes.ipynb #c04b7428
 class Trace(Strict):
@@ -251,7 +256,8 @@ class Trace(Strict):
     mean_osl: float|None = None
     kv_reuse_target: float|None = None
     over_context_requests: dict[str, int] = {}
-    sessions: dict|None = None      # the simulator's conversation-stream stand-in (workbench.sim.workload.SessionModel) and how it was fitted
+    # the simulator's conversation-stream stand-in (workbench.sim.workload.SessionModel) and how it was fitted
+    sessions: dict|None = None
     notes: str = ''
 
 class Workload(Strict):
@@ -277,9 +283,12 @@ class Benchmark(Strict):
     workload: Workload
     extra_inputs: dict = {}
     env: dict[str, str] = {}
-    maximum: Literal['best_of_list', 'search'] = 'best_of_list'   # how the recipe reports a maximum: the best passing point of
-                                                                   # `concurrency`, or the highest concurrency that meets the SLA (searched)
-    cache: Literal['cold', 'warm'] = 'cold'      # the KV cache the measured pass meets: cleared/restarted (cold) or not cleared (warm)
+    # how the recipe reports a maximum: the best passing point of
+    maximum: Literal['best_of_list', 'search'] = 'best_of_list'
+                                                                   # `concurrency`, or the highest concurrency that
+                                                                   # meets the SLA (searched)
+    # the KV cache the measured pass meets: cleared/restarted (cold) or not cleared (warm)
+    cache: Literal['cold', 'warm'] = 'cold'
     source: str
 
 class PublishedPoint(Strict):
@@ -295,10 +304,12 @@ class PublishedPoint(Strict):
     itl_p50_ms: Positive|None = None
     source: str
     notes: str = ''
-    unmodelled: list[NonEmpty] = []            # how the measured configuration differs from the workbench's variant in ways the sim does not model
+    # how the measured configuration differs from the workbench's variant in ways the sim does not model
+    unmodelled: list[NonEmpty] = []
 
 class PublishedChange(Strict):
-    "One setting-group change of a published comparison (applied to the recipe with `workbench.domain.variants.variant`)."
+    """One setting-group change of a published comparison (applied to the recipe with
+    `workbench.domain.variants.variant`)."""
     group: str
     settings: dict
 
@@ -307,15 +318,17 @@ class PublishedChange(Strict):
         "Only settings the workbench knows: `<group>.<setting>` of a setting group."
         for k in self.settings:
             if not known_setting(f'{self.group}.{k}'):
-                raise ValueError(f'unknown setting {self.group + "." + str(k)!r}: change a <group>.<setting> ({", ".join(SETTING_GROUPS)})')
+                raise ValueError(f'unknown setting {self.group + "." + str(k)!r}: change a <group>.<setting> '
+                                 f'({", ".join(SETTING_GROUPS)})')
         return self
 
 class PublishedEffect(Strict):
-    "A published comparison the recipe's authors measured: the recipe with `changes` against the recipe, or an absolute figure."
+    """A published comparison the recipe's authors measured: the recipe with `changes` against the recipe, or an
+    absolute figure."""
     label: str
     topology: str|None = None                  # None: the default topology
     changes: list[PublishedChange] = []        # applied in order to the recipe variant
-    metric: Literal['output_tok_s_per_gpu', 'prefix_cache_hit_rate']
+    metric: Literal[COL_GPU_TPS, PREFIX_HIT]
     ratio: float|None = Field(None, gt=0)      # changed / recipe (throughput: SLA-constrained, per GPU)
     value: float|None = Field(None, ge=0)      # absolute figure of the changed configuration (e.g. achieved KV reuse)
     concurrency: int|None = Field(None, ge=1)  # the load it was measured at, when it matters and is known
@@ -334,7 +347,9 @@ class Pin(Strict):
     @classmethod
     def _known(cls, v):
         "Only settings the workbench knows can be pinned: `<group>.<setting>`, `runtime.<field>` or `env.<VARIABLE>`."
-        if not known_setting(v): raise ValueError(f'unknown setting {v!r}: pin a <group>.<setting> ({", ".join(SETTING_GROUPS)}), a runtime.<field> or an env.<VARIABLE>')
+        if not known_setting(v): raise ValueError(f'unknown setting {v!r}: pin a <group>.<setting> '
+                                                  f'({", ".join(SETTING_GROUPS)}), a runtime.<field> or an '
+                                                  'env.<VARIABLE>')
         return v
 
 class Baseline(Strict):
@@ -360,8 +375,10 @@ class Recipe(Strict):
     sla: SLA
     baseline: Baseline
     pins: list[Pin] = []
-    candidates: dict[str, list[dict]] = Field({}, description='tuning candidates per setting group that need recipe facts (replace the generic ones)')
-    study_defaults: dict[str, bool|int|str] = Field({}, description="this recipe's study-notebook parameter defaults that differ from the template's")
+    candidates: dict[str, list[dict]] = Field({}, description='tuning candidates per setting group that need recipe '
+                                                              'facts (replace the generic ones)')
+    study_defaults: dict[str, bool|int|str] = Field({}, description="this recipe's study-notebook parameter defaults "
+                                                                    "that differ from the template's")
     published: list[PublishedPoint] = []
     published_effects: list[PublishedEffect] = []
     known_issues: list[str] = []
@@ -371,195 +388,20 @@ class Recipe(Strict):
     def _consistent(self):
         "Cross-field checks: default topology, benchmarks and published points refer to real topologies."
         names = set(self.topologies)
-        for where, t in [('default_topology', self.default_topology), *[(f'benchmarks.{k}', k) for k in self.benchmarks],
+        for where, t in [('default_topology', self.default_topology), *[(f'benchmarks.{k}', k)
+                for k in self.benchmarks],
                          *[(f'published[{i}].topology', p.topology) for i, p in enumerate(self.published)],
                          *[(f'pins[{i}].topologies', t) for i, p in enumerate(self.pins) for t in p.topologies or []],
-                         *[(f'published_effects[{i}].topology', e.topology) for i, e in enumerate(self.published_effects) if e.topology]]:
+                         *[(f'published_effects[{i}].topology', e.topology) for i,
+                           e in enumerate(self.published_effects) if e.topology]]:
             if t not in names: raise ValueError(f'{where} names topology {t!r}, which is not one of {sorted(names)}')
-        for where, g in [*[('baseline.changes', g) for g in self.baseline.changes], *[('candidates', g) for g in self.candidates]]:
-            if g not in SETTING_GROUPS: raise ValueError(f'{where} names setting group {g!r}, which is not one of {list(SETTING_GROUPS)}')
+        for where, g in [*[('baseline.changes', g) for g in self.baseline.changes], *[('candidates', g)
+                                                                                      for g in self.candidates]]:
+            if g not in SETTING_GROUPS: raise ValueError(f'{where} names setting group {g!r}, which is not one of '
+                                                         f'{list(SETTING_GROUPS)}')
         return self
 
     @property
     def dir(self) -> Path:
         "The recipe's folder."
         return self.path.parent
-
-# %% ../../nbs/01_domain/00_recipes.ipynb #03eb514d
-def _fmt_loc(loc) -> str:
-    "Dotted field path from a pydantic error location."
-    return ''.join(f'[{p}]' if isinstance(p, int) else f'.{p}' for p in loc).lstrip('.')
-
-def _fmt_errors(path:Path, e:ValidationError, most:int=6) -> str:
-    "The validation errors (at most `most`) on one line: field, value found (bounded), what is expected."
-    errs = e.errors()
-    parts = [f"field '{_fmt_loc(x['loc']) or '<root>'}' = {short(x.get('input'), 80)}: {' '.join(str(x['msg']).split())}" for x in errs[:most]]
-    return f'{path}: ' + '; '.join(parts) + (f'; and {len(errs)-most} more' if len(errs) > most else '')
-
-def _unreadable(root:Path, path:Path, e:OSError, op:str='list recipes') -> WorkbenchError:
-    "A recipes folder (or a model's folder in it) this user may not read, named with the fix (never 'unknown model')."
-    bad = root if not os.access(root, os.R_OK | os.X_OK) else path
-    return WorkbenchError(f'the recipes folder {bad} cannot be read ({e.strerror or type(e).__name__})', op,
-                          f'give your user read and search permission on it (chmod u+rx {bad}), or set $WORKBENCH_HOME to a checkout you can read')
-
-def list_recipes(root:Path|None=None) -> list[str]:
-    "Model ids that have a recipes/<id>/recipe.yaml; a recipes folder this user may not read is a WorkbenchError naming it, not an empty list."
-    root = Path(root or recipes_dir())
-    try: names = os.listdir(root)
-    except (FileNotFoundError, NotADirectoryError): return []
-    except PermissionError as e: raise _unreadable(root, root, e) from None
-    out = []
-    for n in (n for n in names if not n.startswith('.')):
-        try: os.stat(root/n/'recipe.yaml'); out.append(n)
-        except (FileNotFoundError, NotADirectoryError): continue
-        except PermissionError as e: raise _unreadable(root, root/n, e) from None
-    return sorted(out)
-
-# %% ../../nbs/01_domain/00_recipes.ipynb #6ef7bf31
-MAX_YAML_BYTES, MAX_YAML_VALUES = 4_000_000, 100_000
-
-class _UniqueKeyLoader(getattr(yaml, 'CSafeLoader', yaml.SafeLoader)):
-    "PyYAML's safe loader (libyaml when available) that refuses a key given twice in one mapping."
-    def construct_mapping(self, node, deep=False):
-        seen = {}
-        for k, _ in node.value:
-            if k.tag == 'tag:yaml.org,2002:merge': continue
-            key = self.construct_object(k, deep=True)
-            try: dup = key in seen
-            except TypeError: continue                  # an unhashable key: PyYAML refuses it itself
-            if dup: raise yaml.constructor.ConstructorError(None, None, f'duplicate key {short(key, 60)} (first given on line {seen[key] + 1})', k.start_mark)
-            seen[key] = k.start_mark.line
-        return super().construct_mapping(node, deep)
-
-def _expanded_size(obj, limit:int=MAX_YAML_VALUES) -> int:
-    "How many values `obj` holds with every alias expanded; ValueError past `limit` or for a structure that contains itself."
-    memo, open_ = {}, set()
-    def size(o):
-        if not isinstance(o, (dict, list)): return 1
-        if id(o) in memo: return memo[id(o)]
-        if id(o) in open_: raise ValueError('an alias contains itself (a recursive structure)')
-        open_.add(id(o)); n = 1
-        for x in (list(o.keys()) + list(o.values()) if isinstance(o, dict) else o):
-            n += size(x)
-            if n > limit: raise ValueError(f'it expands to more than {limit:,} values (aliases inside aliases: an alias bomb?)')
-        open_.discard(id(o)); memo[id(o)] = n
-        return n
-    return size(obj)
-
-def _read_text(path:Path, op:str, max_bytes:int=MAX_YAML_BYTES) -> str:
-    "The UTF-8 text of the regular file at `path`, or a one-line WorkbenchError."
-    try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode):
-            if stat.S_ISDIR(st.st_mode): raise WorkbenchError(f'{path} is a folder, a file was expected', op, 'name a YAML file, not a folder')
-            raise WorkbenchError(f'{path} is not a regular file', op, 'name a YAML file')
-        if st.st_size > max_bytes: raise WorkbenchError(f'{path} has {st.st_size:,} bytes, more than {max_bytes:,}', op, 'check that it is the right file')
-        raw = Path(path).read_bytes()
-    except OSError as e: raise fs_error(e, op, path) from None
-    try: return raw.decode('utf-8')
-    except UnicodeDecodeError as e:
-        line = raw[:e.start].count(b'\n') + 1
-        raise WorkbenchError(f'{path} is not UTF-8 text (byte 0x{raw[e.start]:02x} on line {line})', op, 'save the file as UTF-8') from None
-
-def _yaml_error(path:Path, e:yaml.YAMLError) -> str:
-    "A YAML error as one short line: where, and what is wrong."
-    m = getattr(e, 'problem_mark', None) or getattr(e, 'context_mark', None)
-    what = ' '.join(str(getattr(e, 'problem', None) or getattr(e, 'context', None) or e).split())
-    ctx = getattr(e, 'context', None) if getattr(e, 'problem', None) else None
-    return (f'{path} is not valid YAML: ' + (f'line {m.line + 1}, column {m.column + 1}: ' if m else '') + what[:160]
-            + (f' ({" ".join(str(ctx).split())})' if ctx else ''))
-
-def read_yaml(path, op:str):
-    "Parsed YAML at `path` (no duplicate keys, bounded size), or a one-line WorkbenchError naming the file and line."
-    path = Path(path)
-    text = _read_text(path, op)
-    try: data = yaml.load(text, Loader=_UniqueKeyLoader)
-    except yaml.YAMLError as e: raise WorkbenchError(_yaml_error(path, e), op, 'fix the YAML syntax at the line shown') from None
-    except RecursionError: raise WorkbenchError(f'{path} nests too deeply', op, 'flatten the YAML') from None
-    try: _expanded_size(data)
-    except (ValueError, RecursionError) as e:
-        raise WorkbenchError(f'{path} is not a recipe-sized YAML document: {e if isinstance(e, ValueError) else "it nests too deeply"}', op,
-                             'use aliases only for small, repeated fragments') from None
-    return data
-_read_yaml = read_yaml
-
-# %% ../../nbs/01_domain/00_recipes.ipynb #ee9cbc2b
-def _max_gpus_override() -> int|None:
-    "$WORKBENCH_MAX_GPUS as a positive int (None when unset)."
-    v = os.environ.get('WORKBENCH_MAX_GPUS')
-    if v is None or v == '': return None
-    if not v.isdigit() or int(v) < 1: raise WorkbenchError(f'$WORKBENCH_MAX_GPUS = {short(v, 40)} is not a positive integer', 'load hardware', 'set it to a GPU count such as 64, or unset it')
-    return int(v)
-
-@lru_cache(maxsize=16)
-def _yaml_at(path:str, stamp:tuple, op:str):
-    "Parsed YAML at `path` as of `stamp` (mtime, size): parsed once per change of the file (the simulator reads these per point)."
-    return read_yaml(Path(path), op)
-
-def _cached_yaml(path:Path, op:str):
-    "Parsed YAML at `path`, read again only when the file changed (callers must not modify it)."
-    st = path.stat()
-    return _yaml_at(str(path), (st.st_mtime_ns, st.st_size), op)
-
-def load_gpu(name:str='B200', root:Path|None=None) -> GPU:
-    "The GPU definition `name` from recipes/hardware.yaml (`max_gpus` overridden by $WORKBENCH_MAX_GPUS)."
-    path = Path(root or recipes_dir())/'hardware.yaml'
-    data = _cached_yaml(path, 'load hardware')
-    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise WorkbenchError(f'{path} does not map GPU names to their facts', 'load hardware', 'write NAME: {memory_gb: ..., gpus_per_node: ...}')
-    gpus = {}
-    for k, v in data.items():
-        try: gpus[k] = GPU.model_validate({'name': k, **v}, strict=True)
-        except ValidationError as e: raise WorkbenchError(_fmt_errors(path, e).replace("field '", f"field '{k}."), 'load hardware', 'correct the named fields') from None
-    if name not in gpus: raise WorkbenchError(f'unknown GPU {name!r} in {path}', 'load hardware', f'use one of {sorted(gpus)}')
-    lim = _max_gpus_override()
-    return gpus[name] if lim is None else gpus[name].model_copy(update={'max_gpus': lim})
-
-def load_traces(root:Path|None=None) -> dict[str, Trace]:
-    "Every trace described in recipes/traces.yaml, by id."
-    path = Path(root or recipes_dir())/'traces.yaml'
-    data = _cached_yaml(path, 'load traces')
-    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
-        raise WorkbenchError(f'{path} is not a list of traces', 'load traces', 'write one mapping per trace')
-    try: return {d['id']: Trace.model_validate(d, strict=True) for d in data}
-    except (ValidationError, KeyError) as e:
-        raise WorkbenchError(_fmt_errors(path, e) if isinstance(e, ValidationError) else f'{path}: a trace has no id', 'load traces', 'correct the named fields') from None
-
-# %% ../../nbs/01_domain/00_recipes.ipynb #a054f22e
-GPU_LIMIT_FIX = 'lower TP, DP or replicas, or raise the limit: max_gpus in recipes/hardware.yaml, or $WORKBENCH_MAX_GPUS'
-
-def gpu_problems(t:Topology, gpu:GPU, *, nodes:bool=True) -> list[str]:
-    "Why topology `t` cannot be deployed within `gpu`'s limit (and, with `nodes`, its node size); empty when it can."
-    lim, node, out = gpu.max_gpus, gpu.gpus_per_node, []
-    for w in t.workers:
-        p, n = w.parallelism, w.gpus_per_replica
-        for name, v in [('tensor_parallel_size', p.tensor_parallel_size), ('data_parallel_size', p.data_parallel_size), ('replicas', p.replicas)]:
-            if v > lim: out.append(f'{w.name}: {name} {v} is more than the limit of {lim} GPUs')
-        if not out and n > lim: out.append(f'{w.name}: TP x DP = {n} GPUs per replica is more than the limit of {lim} GPUs')
-        elif not out and nodes and node % n and n % node: out.append(f'{w.name}: TP x DP = {n} fits no {gpu.name} node of {node} GPUs (divide {node}, or use whole nodes)')
-    if not out and t.total_gpus > lim: out.append(f'the topology uses {t.total_gpus} GPUs, more than the limit of {lim}')
-    return out
-
-# %% ../../nbs/01_domain/00_recipes.ipynb #cb208e37
-def load_recipe(model:str, root:Path|None=None) -> Recipe:
-    "Load and validate recipes/<model>/recipe.yaml."
-    root = Path(root or recipes_dir())
-    path = root/str(model)/'recipe.yaml'
-    try: found = isinstance(model, str) and re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9._-]{0,99}', model) and path.exists()
-    except PermissionError as e: raise _unreadable(root, path.parent, e, 'load recipe') from None
-    if not found:
-        raise WorkbenchError(f'unknown model {short(model, 60)} (no {root}/{model}/recipe.yaml)', 'load recipe',
-                             f'use one of: {", ".join(list_recipes(root)) or "(none found)"}')
-    op = f'load recipe {model}'
-    data = read_yaml(path, op)
-    if not isinstance(data, dict): raise WorkbenchError(f'{path} does not hold a mapping', op, 'write the recipe as a YAML mapping')
-    try: r = Recipe.model_validate(data, strict=True)
-    except ValidationError as e:
-        raise WorkbenchError(_fmt_errors(path, e), f'validate recipe {model}', 'correct the named fields (see recipes/README.md for the schema)') from None
-    if r.id != model: raise WorkbenchError(f"{path}: field 'id' = {short(r.id)} but the folder is {model!r}", op, 'make the id match the folder name')
-    gpu = load_gpu(root=root)
-    probs = [f'topologies.{k}: {p}' for k, t in r.topologies.items() for p in gpu_problems(t, gpu)]
-    if probs: raise WorkbenchError(f'{path}: ' + '; '.join(probs), f'validate recipe {model}', GPU_LIMIT_FIX)
-    if r.model.standin is not None: inside(path.parent, r.model.standin, f"{path}: field 'model.standin'", f'validate recipe {model}')
-    r.path = path
-    return r

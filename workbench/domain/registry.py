@@ -35,7 +35,8 @@ class TargetRegistry:
 
     def get(self, name:str) -> type:
         "The target class registered as `name` (imported now when registered by path)."
-        if name not in self: raise WorkbenchError(f'unknown target {name!r}', 'select target', f'use one of {self.names()}')
+        if name not in self: raise WorkbenchError(f'unknown target {name!r}', 'select target',
+                                                  f'use one of {self.names()}')
         t = self._targets[name] = _load(self._targets[name])
         return t
 
@@ -50,7 +51,8 @@ class TargetRegistry:
     def engine_class(self, name:str, engine:str) -> type:
         "The class of target `name` that runs `engine` (imported now when registered by path)."
         if engine not in self.engines(name):
-            raise WorkbenchError(f'engine {engine!r} for target {name!r}', 'select engine', f'use one of {self.engines(name)}')
+            raise WorkbenchError(f'engine {engine!r} for target {name!r}', 'select engine',
+                                 f'use one of {self.engines(name)}')
         t = self._engines[(name, engine)] = _load(self._engines[(name, engine)])
         return t
 
@@ -67,7 +69,8 @@ TARGETS.register('k8s', 'workbench.targets.k8s.target:K8sTarget')
 TARGETS.register_engine('local', 'vllm', 'workbench.targets.vllm.target:VllmTarget')
 
 def get_target(name:str, **options):
-    "A new target called `name`, built with `options` (an unknown option or a value of the wrong kind is a WorkbenchError naming the valid ones)."
+    """A new target called `name`, built with `options` (an unknown option or a value of the wrong kind is a
+    WorkbenchError naming the valid ones)."""
     import inspect
     cls = TARGETS.get(name)
     eng = options.get('engine')
@@ -76,6 +79,8 @@ def get_target(name:str, **options):
     except (TypeError, ValueError): params = {}
     named = [k for k, p in params.items() if k != 'self' and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     bad = [k for k in options if named and k not in named and not any(p.kind == p.VAR_KEYWORD for p in params.values())]
-    if bad: raise WorkbenchError(f'unknown option(s) {bad} for the {name} target', 'select target', f'use options among {named}')
+    if bad: raise WorkbenchError(f'unknown option(s) {bad} for the {name} target', 'select target',
+                                 f'use options among {named}')
     try: return cls(**options)
-    except (TypeError, ValueError) as e: raise WorkbenchError(f'options {options} for the {name} target: {e}', 'select target', f'use options among {named}') from None
+    except (TypeError, ValueError) as e: raise WorkbenchError(f'options {options} for the {name} target: {e}',
+                                                              'select target', f'use options among {named}') from None

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, ValidationError
 from ..base.core import WorkbenchError, content_hash
 from .recipes import (Recipe, Topology, Worker, Parallelism, Cache, Speculative, Kernels, WorkerRouting,
-                               FrontendRouting, load_recipe, load_gpu, _fmt_loc, SETTING_GROUPS, gpu_problems, GPU_LIMIT_FIX)
+                                      FrontendRouting, SETTING_GROUPS)
+from .loading import load_recipe, load_gpu, _fmt_loc, gpu_problems, GPU_LIMIT_FIX
 from ..base.inputs import short
 
 # %% auto #0
@@ -66,7 +67,8 @@ class Variant(BaseModel):
         return content_hash({'model': self.recipe.id, 'recipe_version': self.recipe.recipe_version,
                              'topology': self.topology_name, 'image': self.image, 'spec': self.spec.model_dump()})
 
-    def __repr__(self): return f'Variant({self.recipe.id}:{self.name} [{self.topology_name} {self.spec.shape()}] #{self.hash})'
+    def __repr__(self):
+        return f'Variant({self.recipe.id}:{self.name} [{self.topology_name} {self.spec.shape()}] #{self.hash})'
 
 # %% ../../nbs/01_domain/01_variants.ipynb #d3592fa7
 def diff(a:Variant, b:Variant) -> dict:
@@ -97,43 +99,60 @@ def _worker_problems(w:Worker, recipe:Recipe) -> list[str]:
     "Why worker `w` cannot run (empty when it can)."
     gpu, p, c, s, arch = load_gpu(), w.parallelism, w.cache, w.speculative, recipe.model.architecture
     n, out = w.gpus_per_replica, []
-    if gpu.gpus_per_node % n: out.append(f'{w.name}: TP x DP = {n} does not divide the {gpu.gpus_per_node} GPUs of a {gpu.name} node')
+    if gpu.gpus_per_node % n: out.append(f'{w.name}: TP x DP = {n} does not divide the {gpu.gpus_per_node} GPUs of a '
+                                         f'{gpu.name} node')
     if p.replicas < 1: out.append(f'{w.name}: replicas must be at least 1')
-    if p.expert_parallel and not arch.routed_experts and 'MoE' not in arch.family: out.append(f'{w.name}: expert parallel on a model without routed experts')
+    if p.expert_parallel and not arch.routed_experts and 'MoE' not in arch.family: out.append(f'{w.name}: expert '
+                                                                                              'parallel on a model '
+                                                                                              'without routed experts')
     if p.expert_parallel and n == 1: out.append(f'{w.name}: expert parallel needs more than one GPU per replica')
     shard = weights_gb(recipe)/p.tensor_parallel_size
-    if shard > 0.9*gpu.memory_gb: out.append(f'{w.name}: {weights_gb(recipe):.0f} GB of weights over TP{p.tensor_parallel_size} is {shard:.0f} GB per GPU, more than 90% of {gpu.memory_gb:g} GB')
-    if c.block_size is not None and c.block_size not in BLOCK_SIZES: out.append(f'{w.name}: block_size {c.block_size} is not one of {BLOCK_SIZES}')
-    if c.kv_cache_dtype is not None and c.kv_cache_dtype not in KV_DTYPES: out.append(f'{w.name}: kv_cache_dtype {c.kv_cache_dtype!r} is not one of {KV_DTYPES}')
+    if shard > 0.9*gpu.memory_gb: out.append(f'{w.name}: {weights_gb(recipe):.0f} GB of weights over '
+                                             f'TP{p.tensor_parallel_size} is {shard:.0f} GB per GPU, more than 90% of '
+                                             f'{gpu.memory_gb:g} GB')
+    if c.block_size is not None and c.block_size not in BLOCK_SIZES: out.append(f'{w.name}: block_size {c.block_size} '
+                                                                                f'is not one of {BLOCK_SIZES}')
+    if c.kv_cache_dtype is not None and c.kv_cache_dtype not in KV_DTYPES: out.append(f'{w.name}: kv_cache_dtype '
+                                                                                      f'{c.kv_cache_dtype!r} is not '
+                                                                                      f'one of {KV_DTYPES}')
     if c.max_num_seqs and c.max_num_batched_tokens and c.max_num_batched_tokens < c.max_num_seqs:
         out.append(f'{w.name}: max_num_batched_tokens {c.max_num_batched_tokens} < max_num_seqs {c.max_num_seqs}')
     if s.method != 'none' and not s.num_tokens: out.append(f'{w.name}: speculative method {s.method} needs num_tokens')
-    if s.method == 'eagle3' and not recipe.model.draft: out.append(f'{w.name}: EAGLE3 needs a draft model and the recipe has none')
-    if s.method == 'none' and (s.num_tokens or s.acceptance_length): out.append(f'{w.name}: num_tokens/acceptance_length set with speculative method none')
+    if s.method == 'eagle3' and not recipe.model.draft: out.append(f'{w.name}: EAGLE3 needs a draft model and the '
+                                                                   'recipe has none')
+    if s.method == 'none' and (s.num_tokens
+                               or s.acceptance_length): out.append(f'{w.name}: num_tokens/acceptance_length set with '
+                                                                   'speculative method none')
     return out
 
 def check_spec(spec:Topology, recipe:Recipe) -> None:
     "Raise a WorkbenchError listing every reason `spec` cannot run (first: the GPU limit of recipes/hardware.yaml)."
-    if lim := gpu_problems(spec, load_gpu(), nodes=False): raise WorkbenchError('; '.join(lim), f'check {recipe.id} configuration', GPU_LIMIT_FIX)
+    if lim := gpu_problems(spec, load_gpu(), nodes=False): raise WorkbenchError('; '.join(lim), f'check {recipe.id} '
+                                                                                                'configuration',
+                                                                                GPU_LIMIT_FIX)
     probs = [p for w in spec.workers for p in _worker_problems(w, recipe)]
     roles = {w.role for w in spec.workers}
     if 'agg' in roles and len(roles) > 1: probs.append('a topology mixes aggregated and disaggregated workers')
-    if roles - {'agg'} and roles != {'prefill', 'decode'}: probs.append('a disaggregated topology needs prefill and decode workers')
-    if probs: raise WorkbenchError('; '.join(probs), f'check {recipe.id} configuration', 'choose values that fit (see the message for each worker)')
+    if roles - {'agg'} and roles != {'prefill', 'decode'}: probs.append('a disaggregated topology needs prefill and '
+                                                                        'decode workers')
+    if probs: raise WorkbenchError('; '.join(probs), f'check {recipe.id} configuration',
+                                   'choose values that fit (see the message for each worker)')
 
 # %% ../../nbs/01_domain/01_variants.ipynb #d75e429a
 def _topology(recipe:Recipe, topology:str|None) -> tuple[str, Topology]:
     "The named topology (default: the recipe's) or a WorkbenchError listing the choices."
     name = topology or recipe.default_topology
     if name not in recipe.topologies:
-        raise WorkbenchError(f'unknown topology {name!r} for {recipe.id}', 'select topology', f'use one of {sorted(recipe.topologies)}')
+        raise WorkbenchError(f'unknown topology {name!r} for {recipe.id}', 'select topology',
+                             f'use one of {sorted(recipe.topologies)}')
     return name, recipe.topologies[name]
 
 def recipe_variant(recipe:Recipe|str, topology:str|None=None) -> Variant:
     "The recipe exactly as published, on `topology`."
     recipe = load_recipe(recipe) if isinstance(recipe, str) else recipe
     name, spec = _topology(recipe, topology)
-    return Variant(recipe=recipe, topology_name=name, spec=spec, name='recipe' if name == recipe.default_topology else f'recipe@{name}')
+    return Variant(recipe=recipe, topology_name=name, spec=spec,
+                   name='recipe' if name == recipe.default_topology else f'recipe@{name}')
 
 # %% ../../nbs/01_domain/01_variants.ipynb #5127fb7d
 def _apply(spec:Topology, group:str, changes:dict, roles=None, *, op:str='derive variant') -> Topology:
@@ -147,8 +166,10 @@ def _apply(spec:Topology, group:str, changes:dict, roles=None, *, op:str='derive
         if roles is None or w['role'] in roles or w['name'] in roles:
             hit = True
             if work: w[group].update(work)
-    if not hit: raise WorkbenchError(f'no worker matches roles {roles}', op, f"use roles among {sorted({w['role'] for w in d['workers']})}")
-    try: return Topology.model_validate(d, strict=True)          # strict: `True` is not a TP size, '64' is not a block size
+    if not hit: raise WorkbenchError(f'no worker matches roles {roles}', op,
+                                     f"use roles among {sorted({w['role'] for w in d['workers']})}")
+    # strict: `True` is not a TP size, '64' is not a block size
+    try: return Topology.model_validate(d, strict=True)
     except ValidationError as e:
         msg = '; '.join(f"{_fmt_loc(x['loc'])} = {short(x.get('input'), 80)}: {x['msg']}" for x in e.errors()[:6])
         raise WorkbenchError(msg, op, 'give a value of the right type and range') from None
@@ -172,17 +193,20 @@ def _pin_violations(recipe:Recipe, topology:str, group:str, spec:Topology) -> li
         for w in spec.workers:
             if field in WORKER_GROUPS.get(g, WorkerRouting).model_fields:
                 v = getattr(getattr(w, g), field)
-                if v != p.value: out.append(f'{p.setting} is pinned to {p.value!r} ({p.reason}); {w.name} would use {v!r}')
+                if v != p.value: out.append(f'{p.setting} is pinned to {p.value!r} ({p.reason}); {w.name} would use '
+                                            f'{v!r}')
     return out
 
 def _check_changes(group:str, changes:dict, op:str):
     "Refuse an unknown group, settings outside `group`, and empty changes."
     if group not in GROUPS: raise WorkbenchError(f'unknown setting group {group!r}', op, f'use one of {GROUPS}')
-    if not changes: raise WorkbenchError(f'no settings given for group {group!r}', op, f'pass some of {group_settings(group)}')
+    if not changes: raise WorkbenchError(f'no settings given for group {group!r}', op,
+                                         f'pass some of {group_settings(group)}')
     for k in changes:
         if k in group_settings(group): continue
         other = group_of(k)
-        if other: raise WorkbenchError(f'setting {k!r} belongs to group {other!r}, not {group!r}: a variant changes one group at a time', op,
+        if other: raise WorkbenchError(f'setting {k!r} belongs to group {other!r}, not {group!r}: a variant changes '
+                                       'one group at a time', op,
                                        f'derive a {other!r} variant separately')
         raise WorkbenchError(f'unknown setting {group}.{k}', op, f'settings of {group}: {group_settings(group)}')
 
@@ -190,11 +214,13 @@ def _name(parent:Variant, group:str, changes:dict, roles) -> str:
     "Readable variant name such as 'cache.block_size=16' or 'baseline+decode.cache.max_num_seqs=64'."
     pre = '' if parent.base == 'recipe' else f'{parent.base}+'
     who = f"{'/'.join(roles)}." if roles else ''
-    shown = {k: v for k, v in changes.items() if v is not None and not isinstance(v, (dict, list)) and not k.endswith('_source')} or changes
+    shown = {k: v for k, v in changes.items() if v is not None and not isinstance(v, (dict, list))
+             and not k.endswith('_source')} or changes
     return pre + ','.join(f'{who}{group}.{k}={v}' if group != 'topology' else f'topology={v}' for k, v in shown.items())
 
 # %% ../../nbs/01_domain/01_variants.ipynb #a5d1db7c
-def variant(parent:Variant, group:str, roles:list[str]|None=None, override:str|None=None, *, name:str|None=None, **changes) -> Variant:
+def variant(parent:Variant, group:str, roles:list[str]|None=None, override:str|None=None, *, name:str|None=None,
+            **changes) -> Variant:
     "A variant of `parent` that changes settings of exactly one `group`."
     op = f'derive variant of {parent.recipe.id}:{parent.name}'
     _check_changes(group, changes, op)
@@ -206,10 +232,12 @@ def variant(parent:Variant, group:str, roles:list[str]|None=None, override:str|N
     else:
         spec, tname = _apply(parent.spec, group, changes, roles, op=op), parent.topology_name
     if spec == parent.spec and tname == parent.topology_name:
-        raise WorkbenchError(f'{changes} changes nothing in {parent.name}', op, 'give a value that differs from the parent')
+        raise WorkbenchError(f'{changes} changes nothing in {parent.name}', op,
+                             'give a value that differs from the parent')
     pins = _pin_violations(recipe, tname, group, spec)
     if pins and not (override and override.strip()):
-        raise WorkbenchError('; '.join(pins), op, "keep the pinned value, or pass override='<reason>' to record why you change it")
+        raise WorkbenchError('; '.join(pins), op,
+                             "keep the pinned value, or pass override='<reason>' to record why you change it")
     check_spec(spec, recipe)
     return Variant(recipe=recipe, topology_name=tname, spec=spec, base=parent.base, group=group, changes=changes,
                    override=override if pins else None, name=name or _name(parent, group, changes, roles))

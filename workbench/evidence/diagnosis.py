@@ -6,24 +6,22 @@
 from __future__ import annotations
 import json, math, os, re, time
 from pathlib import Path
-import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
-from ..base.core import WorkbenchError, load_altair
+from ..base.core import load_altair
 from ..domain.results import BenchResult, SLA
-from ..domain.recipes import load_traces
+from ..domain.loading import load_traces
 from ..domain.variants import recipe_variant
-from ..tracking.runs import provenance_of, log_batch, log_texts, log_files, log_section
-from ..studies.report import save_chart
-from ..sim import timing
-from ..sim.engine import SimWorkload, engine_args, host_blocks, replay_signals, simulate
+from ..tracking.runs import provenance_of, log_batch, log_texts
+from ..studies.charts import save_chart
+from ..sim.engine import simulate
+from ..sim.readout import replay_signals
 from ..sim.recipe import variant_setup
-from ..targets.sim import SimTarget
+from ..domain.metrics import COL_TTFT, ISL, ITL, TTFT
 
 # %% auto #0
 __all__ = ['THRESHOLDS', 'prometheus_signals', 'signals_of', 'diagnose', 'Diagnosis', 'verdict', 'diagnosis_record',
-           'log_diagnosis', 'overlap_table', 'overlap_chart', 'offload_study', 'startup_table', 'study_diagnosis',
-           'diagnosis_summary', 'log_study_diagnosis', 'offload_section']
+           'log_diagnosis', 'overlap_table', 'overlap_chart']
 
 # %% ../../nbs/08_evidence/02_diagnosis.ipynb #c46b8770
 def prometheus_signals(delta:dict|None, aiperf_cache_read_pct:float|None=None) -> dict:
@@ -34,9 +32,10 @@ def prometheus_signals(delta:dict|None, aiperf_cache_read_pct:float|None=None) -
     out = {'source': 'prometheus',
            'router_overlap_share': est/inp if inp and est is not None else None,
            'actual_reuse_share': d.get('cache_read_share') if d.get('cache_read_share') is not None
-                                 else (aiperf_cache_read_pct/100 if aiperf_cache_read_pct is not None else None),
+           else (aiperf_cache_read_pct/100 if aiperf_cache_read_pct is not None else None),
            'frontend_queued': d.get('queued_requests'), 'frontend_inflight': d.get('inflight_requests'),
-           'router_queue_pending': d.get('router_queue_pending_requests'), 'router_backpressure': d.get('router_queue_backpressure'),
+           'router_queue_pending': d.get('router_queue_pending_requests'),
+           'router_backpressure': d.get('router_queue_backpressure'),
            'frontend_ttft_mean_ms': d.get('ttft_mean_ms'), 'frontend_itl_mean_ms': d.get('itl_mean_ms'),
            'requests': d.get('requests')}
     return {k: v for k, v in out.items() if v is not None}
@@ -44,16 +43,19 @@ def prometheus_signals(delta:dict|None, aiperf_cache_read_pct:float|None=None) -
 # %% ../../nbs/08_evidence/02_diagnosis.ipynb #c7471218
 def signals_of(r:BenchResult) -> dict:
     "Every operational signal a `BenchResult` carries, as one flat dict."
-    out = {'ttft_p50_ms': r.value('time_to_first_token', 'p50'), 'ttft_p90_ms': r.value('time_to_first_token', 'p90'),
-           'itl_p50_ms': r.value('inter_token_latency', 'p50'), 'isl_avg': r.value('input_sequence_length'),
-           'request_count': r.request_count, 'error_count': r.error_count, 'concurrency': r.concurrency, 'topology': r.topology,
+    out = {COL_TTFT: r.value(TTFT, 'p50'), 'ttft_p90_ms': r.value(TTFT, 'p90'),
+           'itl_p50_ms': r.value(ITL, 'p50'), 'isl_avg': r.value(ISL),
+           'request_count': r.request_count, 'error_count': r.error_count, 'concurrency': r.concurrency,
+           'topology': r.topology,
            'target': r.target}
     if r.extra.get('replay_signals'): out.update(r.extra['replay_signals'])
     elif 'server_metrics_delta' in r.extra or r.extra.get('aiperf_cache_read_pct') is not None:
         out.update(prometheus_signals(r.extra.get('server_metrics_delta'), r.extra.get('aiperf_cache_read_pct')))
     else: out['source'] = 'aiperf'
-    if r.extra.get('vllm_signals'): out.update(r.extra['vllm_signals'])     # the engine's own metrics (vLLM workers' /metrics)
-    if out.get('actual_reuse_share') is None and r.prefix_cache_hit_rate is not None: out['actual_reuse_share'] = r.prefix_cache_hit_rate
+    # the engine's own metrics (vLLM workers' /metrics)
+    if r.extra.get('vllm_signals'): out.update(r.extra['vllm_signals'])
+    if out.get('actual_reuse_share') is None and r.prefix_cache_hit_rate is not None:
+        out['actual_reuse_share'] = r.prefix_cache_hit_rate
     out['errors_text'] = ' | '.join(str(e) for e in r.extra.get('aiperf_errors') or [])[:2000]
     for k in ('over_context_dropped', 'ready_s', 'ready_ok'):
         if k in r.extra: out[k] = r.extra[k]
@@ -81,42 +83,60 @@ def _fmt(x, unit='', nd=1):
 # %% ../../nbs/08_evidence/02_diagnosis.ipynb #3bbe6819
 def _ttft_rows(s:dict, sla:SLA, ref:dict|None, expected_reuse:float|None) -> list[dict]:
     "TTFT checks: queue, prefill load, then router overlap vs engine reuse."
-    t, th = s.get('ttft_p50_ms'), THRESHOLDS
-    present = t is not None and (t >= th['ttft_near']*sla.max_ttft_ms or (ref and ref.get('ttft_p50_ms') and t > (1+th['worse'])*ref['ttft_p50_ms']))
-    sym = f'TTFT p50 {_fmt(t, " ms", 0)} (SLA < {sla.max_ttft_ms:g} ms' + (f', reference {_fmt(ref.get("ttft_p50_ms"), " ms", 0)})' if ref else ')')
+    t, th = s.get(COL_TTFT), THRESHOLDS
+    present = t is not None and (t >= th['ttft_near']*sla.max_ttft_ms or (ref and ref.get(COL_TTFT) and t > (1
+        +th['worse'])*ref[COL_TTFT]))
+    sym = (f'TTFT p50 {_fmt(t, " ms", 0)} (SLA < {sla.max_ttft_ms:g} ms'
+           + (f', reference {_fmt(ref.get(COL_TTFT), " ms", 0)})' if ref else ')'))
     rows, src = [], s.get('source', '')
     q = s.get('queue_wait_p50_ms')
     qobs = q if q is not None else s.get('frontend_queued')
     if q is not None:
         share = q/t if t else 0
-        rows.append(_row(sym, present, 'queue length', f'queue wait p50 {_fmt(q, " ms", 0)} ({_fmt(share, "%", 0)} of TTFT); waiting mean '
-                         f'{_fmt(s.get("agg_waiting_mean", s.get("prefill_waiting_mean")))}', f'< {th["queue_share"]:.0%} of TTFT',
-                         'likely' if share >= th['queue_share'] else 'no', 'requests wait for admission: add replicas or lower concurrency', src))
+        rows.append(_row(sym, present, 'queue length',
+                         f'queue wait p50 {_fmt(q, " ms", 0)} ({_fmt(share, "%", 0)} of TTFT); waiting mean '
+                         f'{_fmt(s.get("agg_waiting_mean", s.get("prefill_waiting_mean")))}',
+                         f'< {th["queue_share"]:.0%} of TTFT',
+                         'likely' if share >= th['queue_share'] else 'no',
+                         'requests wait for admission: add replicas or lower concurrency', src))
     elif qobs is not None:
-        rows.append(_row(sym, present, 'queue length', f'frontend queued {qobs:g}, in flight {_fmt(s.get("frontend_inflight"), "", 0)}', '0 queued',
-                         'likely' if qobs > 0 else 'no', 'the frontend queues requests: add replicas or lower concurrency', src))
-    else: rows.append(_row(sym, present, 'queue length', 'n/a', '', 'n/a', 'no queue signal recorded on this target', src))
+        rows.append(_row(sym, present, 'queue length',
+                         f'frontend queued {qobs:g}, in flight {_fmt(s.get("frontend_inflight"), "", 0)}', '0 queued',
+                         'likely' if qobs > 0 else 'no',
+                         'the frontend queues requests: add replicas or lower concurrency', src))
+    else: rows.append(_row(sym, present, 'queue length', 'n/a', '', 'n/a', 'no queue signal recorded on this target',
+                           src))
     if q is not None and t:
         pre = max(t - q, 0.0)
-        rows.append(_row(sym, present, 'prefill load', f'prefill {_fmt(pre, " ms", 0)} ({_fmt(pre/t, "%", 0)} of TTFT), ISL avg {_fmt(s.get("isl_avg"), "", 0)}',
-                         f'< {th["prefill_share"]:.0%} of TTFT when TTFT is high', 'likely' if present and pre/t >= th['prefill_share'] else 'no',
-                         'prefill compute dominates: more/larger prefill workers (disagg), better prefix reuse, smaller batched tokens', src))
-    else: rows.append(_row(sym, present, 'prefill load', 'n/a', '', 'n/a', 'prefill time is not separable from queueing on this target', src))
+        rows.append(_row(sym, present, 'prefill load', f'prefill {_fmt(pre, " ms", 0)} ({_fmt(pre/t, "%", 0)} of '
+                                                       f'TTFT), ISL avg {_fmt(s.get("isl_avg"), "", 0)}',
+                         f'< {th["prefill_share"]:.0%} of TTFT when TTFT is high', 'likely' if present and pre
+                         /t >= th['prefill_share'] else 'no',
+                         'prefill compute dominates: more/larger prefill workers (disagg), better prefix reuse, '
+                         'smaller batched tokens', src))
+    else: rows.append(_row(sym, present, 'prefill load', 'n/a', '', 'n/a',
+                           'prefill time is not separable from queueing on this target', src))
     est, act = s.get('router_overlap_share'), s.get('actual_reuse_share')
     if est is not None and act is not None:
         gap = est - act
         why = ('router over-estimates: blocks it counted were evicted or its KV events lag' if gap > 0 else
-               'engine reuses more than the router predicted (round-robin routing, or the router does not see local hits)')
-        rows.append(_row(sym, present, 'router overlap vs actual reuse', f'router {_fmt(est, "%")} vs engine {_fmt(act, "%")} (gap {100*gap:+.1f} pt)',
-                         f'|gap| < {100*th["overlap_gap"]:.0f} pt', 'likely' if abs(gap) >= th['overlap_gap'] else 'no', why, src))
+               'engine reuses more than the router predicted (round-robin routing, or the router does not see local '
+               'hits)')
+        rows.append(_row(sym, present, 'router overlap vs actual reuse',
+                         f'router {_fmt(est, "%")} vs engine {_fmt(act, "%")} (gap {100*gap:+.1f} pt)',
+                         f'|gap| < {100*th["overlap_gap"]:.0f} pt',
+                         'likely' if abs(gap) >= th['overlap_gap'] else 'no', why, src))
     else:
-        rows.append(_row(sym, present, 'router overlap vs actual reuse', f'engine {_fmt(act, "%")}, router n/a', '', 'n/a',
+        rows.append(_row(sym, present, 'router overlap vs actual reuse', f'engine {_fmt(act, "%")}, router n/a', '',
+                         'n/a',
                          'the router estimate was not recorded (round-robin, or no router metrics)', src))
     if expected_reuse is not None:
         low = act is not None and act < th['reuse_fraction']*expected_reuse
-        rows.append(_row(sym, present, 'reuse vs workload', f'engine {_fmt(act, "%")} vs workload {_fmt(expected_reuse, "%", 0)} shareable',
+        rows.append(_row(sym, present, 'reuse vs workload',
+                         f'engine {_fmt(act, "%")} vs workload {_fmt(expected_reuse, "%", 0)} shareable',
                          f'>= {th["reuse_fraction"]:.0%} of shareable', 'likely' if low else 'no',
-                         'working set larger than GPU KV capacity (K-EXAONE measured 8.8%): KV-aware routing, host offload (cache.host_offload_gb)', src))
+                         'working set larger than GPU KV capacity (K-EXAONE measured 8.8%): KV-aware routing, host '
+                         'offload (cache.host_offload_gb)', src))
     return rows
 
 # %% ../../nbs/08_evidence/02_diagnosis.ipynb #22f466e2
@@ -124,28 +144,40 @@ def _itl_rows(s:dict, sla:SLA, ref:dict|None, max_num_seqs:int|None) -> list[dic
     "ITL checks: decode load, KV cache usage, KV transfer when disaggregated."
     itl, th = s.get('itl_p50_ms'), THRESHOLDS
     limit = 1000/sla.min_output_tok_s_per_user
-    present = itl is not None and (itl >= limit or (ref and ref.get('itl_p50_ms') and itl > (1+th['worse'])*ref['itl_p50_ms']))
-    sym = f'ITL p50 {_fmt(itl, " ms")} (<= {limit:.1f} ms for {sla.min_output_tok_s_per_user:g} tok/s/user' + (f', reference {_fmt(ref.get("itl_p50_ms"), " ms")})' if ref else ')')
+    present = itl is not None and (itl >= limit or (ref and ref.get('itl_p50_ms') and itl > (1+th['worse'])
+                                                    *ref['itl_p50_ms']))
+    sym = (f'ITL p50 {_fmt(itl, " ms")} (<= {limit:.1f} ms for {sla.min_output_tok_s_per_user:g} tok/s/user'
+           + (f', reference {_fmt(ref.get("itl_p50_ms"), " ms")})' if ref else ')'))
     rows, src = [], s.get('source', '')
     pool = 'decode' if 'decode_running_per_worker_mean' in s else 'agg'
     run = s.get(f'{pool}_running_per_worker_mean')
     if run is not None:
         share = run/max_num_seqs if max_num_seqs else None
-        rows.append(_row(sym, present, 'decode load', f'{run:.1f} running per {pool} worker' + (f' of max_num_seqs {max_num_seqs} ({_fmt(share, "%", 0)})' if share is not None else ''),
-                         f'< {th["batch_share"]:.0%} of max_num_seqs', 'likely' if present and share is not None and share >= th['batch_share'] else 'no',
+        rows.append(_row(sym, present, 'decode load', f'{run:.1f} running per {pool} worker'
+                         + (f' of max_num_seqs {max_num_seqs} ({_fmt(share, "%", 0)})' if share is not None else ''),
+                         f'< {th["batch_share"]:.0%} of max_num_seqs',
+                         'likely' if present and share is not None and share >= th['batch_share'] else 'no',
                          'decode batches are full: more decode replicas, or fewer concurrent users per worker', src))
-    else: rows.append(_row(sym, present, 'decode load', 'n/a', '', 'n/a', 'no per-worker batch signal on this target', src))
+    else: rows.append(_row(sym, present, 'decode load', 'n/a', '', 'n/a', 'no per-worker batch signal on this target',
+                           src))
     u, pre = s.get(f'{pool}_kv_usage_mean'), (s.get(f'{pool}_preemptions') or 0) + (s.get('readmissions') or 0)
     if u is not None:
-        rows.append(_row(sym, present, 'KV cache usage', f'mean {_fmt(u, "%", 0)}, max {_fmt(s.get(f"{pool}_kv_usage_max"), "%", 0)}, preemptions/readmissions {pre}',
-                         f'mean < {th["kv_usage"]:.0%}, no preemptions', 'likely' if u >= th['kv_usage'] or pre > 0 else 'no',
-                         'KV cache is full: FP8 KV, larger TP (more KV per replica), lower max_num_seqs, or host offload', src))
+        rows.append(_row(sym, present, 'KV cache usage', f'mean {_fmt(u, "%", 0)}, max '
+                                                         f'{_fmt(s.get(f"{pool}_kv_usage_max"), "%", 0)}, '
+                                                         f'preemptions/readmissions {pre}',
+                         f'mean < {th["kv_usage"]:.0%}, no preemptions',
+                         'likely' if u >= th['kv_usage'] or pre > 0 else 'no',
+                         'KV cache is full: FP8 KV, larger TP (more KV per replica), lower max_num_seqs, or host '
+                         'offload', src))
     else: rows.append(_row(sym, present, 'KV cache usage', 'n/a', '', 'n/a', 'no KV usage signal on this target', src))
     if str(s.get('topology', '')).startswith('disagg'):
-        x = s.get('kv_transfer_p90_ms'); t = s.get('ttft_p50_ms')
-        rows.append(_row(sym, present, 'KV transfer (disagg)', f'transfer p90 {_fmt(x, " ms", 0)}' if x is not None else 'n/a',
-                         f'< {th["transfer_share"]:.0%} of TTFT', 'n/a' if x is None else 'likely' if t and x >= th['transfer_share']*t else 'no',
-                         'KV hand-off is slow: check NIXL/UCX uses InfiniBand (vllm:nixl_xfer_time_seconds, UCX_PROTO_INFO=y)', src))
+        x = s.get('kv_transfer_p90_ms'); t = s.get(COL_TTFT)
+        rows.append(_row(sym, present, 'KV transfer (disagg)',
+                         f'transfer p90 {_fmt(x, " ms", 0)}' if x is not None else 'n/a',
+                         f'< {th["transfer_share"]:.0%} of TTFT',
+                         'n/a' if x is None else 'likely' if t and x >= th['transfer_share']*t else 'no',
+                         'KV hand-off is slow: check NIXL/UCX uses InfiniBand (vllm:nixl_xfer_time_seconds, '
+                         'UCX_PROTO_INFO=y)', src))
     return rows
 
 # %% ../../nbs/08_evidence/02_diagnosis.ipynb #803805c6
@@ -156,18 +188,24 @@ def _failure_rows(s:dict, over_context_known:int|None) -> list[dict]:
     sym = f'{errs} failed of {n + errs} requests'
     src = s.get('source', '')
     ready_ok = s.get('ready_ok')
-    rows = [_row(sym, present, 'worker readiness', 'not ready' if ready_ok is False else ('errors mention connection/readiness' if _READY.search(text) else 'no readiness errors'),
+    rows = [_row(sym, present, 'worker readiness', 'not ready' if ready_ok is False
+                 else ('errors mention connection/readiness' if _READY.search(text) else 'no readiness errors'),
                  'ready before the run', 'likely' if ready_ok is False or (present and _READY.search(text)) else 'no',
                  'workers were not (all) ready: wait for readiness (k8s: startupProbe), check worker logs', src),
             _row(sym, present, 'OOM', 'errors mention OOM' if _OOM.search(text) else 'no OOM errors', 'none',
-                 'likely' if present and _OOM.search(text) else 'no', 'out of memory: lower gpu_memory_utilization/max_num_seqs, larger TP', src)]
+                 'likely' if present and _OOM.search(text) else 'no',
+                 'out of memory: lower gpu_memory_utilization/max_num_seqs, larger TP', src)]
     ctx = s.get('over_context_dropped')
-    obs = f'{ctx} requests over the context limit dropped before the run' if ctx else ('errors mention context length / HTTP 400' if _CTX.search(text) else 'no context errors')
+    obs = f'{ctx} requests over the context limit dropped before the run' if ctx else ('errors mention context length '
+                                                                                       '/ HTTP 400' if _CTX.search(text)
+                                                                                       else 'no context errors')
     exp = f'the recipe excluded {over_context_known} such requests' if over_context_known else 'none'
-    by_design = bool(ctx) and not (present and _CTX.search(text))   # dropped before the run, as the recipes excluded them: a note
+    # dropped before the run, as the recipes excluded them: a note
+    by_design = bool(ctx) and not (present and _CTX.search(text))
     rows.append(_row(sym, present, 'over-context requests', obs, exp,
                      'likely' if present and _CTX.search(text) else 'note' if by_design else 'no',
-                     'requests longer than the context limit are rejected (HTTP 400): exclude and report them separately, as the recipes do', src))
+                     'requests longer than the context limit are rejected (HTTP 400): exclude and report them '
+                     'separately, as the recipes do', src))
     return rows
 
 # %% ../../nbs/08_evidence/02_diagnosis.ipynb #af2e69a1
@@ -175,7 +213,8 @@ def diagnose(r:BenchResult, sla:SLA, *, reference:BenchResult|None=None, max_num
              expected_reuse:float|None=None, over_context_known:int|None=None) -> pd.DataFrame:
     "Likely bottlenecks of one point by the recipes' rules (TTFT, ITL, failed requests), one row per check."
     s, ref = signals_of(r), (signals_of(reference) if reference is not None else None)
-    rows = _ttft_rows(s, sla, ref, expected_reuse) + _itl_rows(s, sla, ref, max_num_seqs) + _failure_rows(s, over_context_known)
+    rows = _ttft_rows(s, sla, ref, expected_reuse) + _itl_rows(s, sla, ref, max_num_seqs) + _failure_rows(s,
+        over_context_known)
     df = pd.DataFrame(rows)
     df.insert(0, 'variant', r.variant); df.insert(1, 'concurrency', r.concurrency)
     df['provenance'] = provenance_of(r)
@@ -189,9 +228,12 @@ class Diagnosis(BaseModel):
     tags: dict[str, str]
     metrics: dict[str, float]
 
-_METRIC_KEYS = ('router_overlap_share', 'actual_reuse_share', 'queue_wait_p50_ms', 'queue_wait_p90_ms', 'agg_waiting_mean',
-                'agg_kv_usage_mean', 'agg_kv_usage_max', 'agg_running_per_worker_mean', 'decode_kv_usage_mean', 'decode_running_per_worker_mean',
-                'prefill_waiting_mean', 'kv_transfer_p90_ms', 'readmissions', 'frontend_queued', 'frontend_inflight', 'over_context_dropped')
+_METRIC_KEYS = ('router_overlap_share', 'actual_reuse_share', 'queue_wait_p50_ms', 'queue_wait_p90_ms',
+                'agg_waiting_mean',
+                'agg_kv_usage_mean', 'agg_kv_usage_max', 'agg_running_per_worker_mean', 'decode_kv_usage_mean',
+                'decode_running_per_worker_mean',
+                'prefill_waiting_mean', 'kv_transfer_p90_ms', 'readmissions', 'frontend_queued', 'frontend_inflight',
+                'over_context_dropped')
 
 def verdict(df:pd.DataFrame) -> str:
     "One point's verdict from its `diagnose` table: 'healthy', 'likely: <causes>' or 'symptoms, no cause found'."
@@ -200,11 +242,13 @@ def verdict(df:pd.DataFrame) -> str:
     return 'symptoms, no cause found' if df.symptom_present.any() else 'healthy'
 
 def diagnosis_record(r:BenchResult, sla:SLA, **kw) -> Diagnosis:
-    "The diagnosis of `r` as a table plus MLflow tags and the numeric signals as `diag.*` values (kwargs as for `diagnose`)."
+    """The diagnosis of `r` as a table plus MLflow tags and the numeric signals as `diag.*` values (kwargs as for
+    `diagnose`)."""
     df, s = diagnose(r, sla, **kw), signals_of(r)
     likely = df[(df.finding == 'likely') & df.symptom_present]
     notes = df[df.finding == 'note']
-    tags = {'diagnosis.verdict': verdict(df), 'diagnosis.likely': '; '.join(likely.check) or 'none', 'diagnosis.source': str(s.get('source', '')),
+    tags = {'diagnosis.verdict': verdict(df), 'diagnosis.likely': '; '.join(likely.check) or 'none',
+            'diagnosis.source': str(s.get('source', '')),
             'diagnosis.symptoms': '; '.join(sorted(set(df[df.symptom_present].symptom))) or 'none',
             'diagnosis.notes': '; '.join(f'{c}: {o}' for c, o in zip(notes.check, notes.observed)) or 'none'}
     ms = {f'diag.{k}': float(s[k]) for k in _METRIC_KEYS if isinstance(s.get(k), (int, float)) and s.get(k) is not None}
@@ -218,7 +262,8 @@ def _md(df:pd.DataFrame) -> str:
     return df.to_markdown(index=False) if _has_tabulate() else df.to_string(index=False)
 
 def log_diagnosis(client, run_id:str, d:Diagnosis):
-    "Log a `Diagnosis` to MLflow run `run_id`: tags, and the table (CSV, Markdown) and signals (JSON) as artifacts (through `workbench.tracking.runs`)."
+    """Log a `Diagnosis` to MLflow run `run_id`: tags, and the table (CSV, Markdown) and signals (JSON) as artifacts
+    (through `workbench.tracking.runs`)."""
     log_batch(client, run_id, tags={k: v[:5000] for k, v in d.tags.items()})
     log_texts(client, run_id, {'diagnosis.csv': d.table.to_csv(index=False), 'diagnosis.md': _md(d.table),
                                'signals.json': json.dumps(d.metrics, indent=1)}, 'diagnosis')
@@ -235,197 +280,44 @@ def overlap_table(results:list[BenchResult]) -> pd.DataFrame:
     for r in results:
         s = signals_of(r)
         est, act = s.get('router_overlap_share'), s.get('actual_reuse_share')
-        rows.append({'variant': r.variant, 'concurrency': r.concurrency, 'router_overlap_share': est, 'actual_reuse_share': act,
+        rows.append({'variant': r.variant, 'concurrency': r.concurrency, 'router_overlap_share': est,
+                     'actual_reuse_share': act,
                      'gap_pt': None if est is None or act is None else 100*(est - act), 'source': s.get('source'),
                      'provenance': provenance_of(r), 'variant_hash': r.variant_hash})
-    return pd.DataFrame(rows, columns=['variant', 'concurrency', 'router_overlap_share', 'actual_reuse_share', 'gap_pt', 'source', 'provenance', 'variant_hash'])
+    return pd.DataFrame(rows, columns=['variant', 'concurrency', 'router_overlap_share', 'actual_reuse_share',
+                                       'gap_pt', 'source', 'provenance', 'variant_hash'])
 
 def overlap_chart(df:pd.DataFrame, title:str|None=None):
-    "One row per point: router-estimated overlap (hollow) and engine KV reuse (filled) joined by a line (altair); compact at any study size."
+    """One row per point: router-estimated overlap (hollow) and engine KV reuse (filled) joined by a line (altair);
+    compact at any study size."""
     alt = load_altair()
     d = df.assign(row=(df['label'] if 'label' in df.columns else df.variant) + ' @c' + df.concurrency.astype(str))
-    long = d.melt(id_vars=['row', 'provenance'], value_vars=['router_overlap_share', 'actual_reuse_share'], var_name='measure', value_name='share').dropna(subset=['share'])
-    long['measure'] = long.measure.map({'router_overlap_share': 'router-estimated overlap', 'actual_reuse_share': 'engine KV reuse'})
+    long = d.melt(id_vars=['row', 'provenance'], value_vars=['router_overlap_share', 'actual_reuse_share'],
+                  var_name='measure', value_name='share').dropna(subset=['share'])
+    long['measure'] = long.measure.map({'router_overlap_share': 'router-estimated overlap',
+                                        'actual_reuse_share': 'engine KV reuse'})
     rows = list(dict.fromkeys(d.row))
     y = alt.Y('row:N', title=None, sort=rows, axis=alt.Axis(labelLimit=0, labelFontSize=11))
-    top = min(1.0, max(0.05, math.ceil(20*1.15*float(long.share.max() if len(long) else 0.05))/20))   # the data's range, to the next 5%
+    # the data's range, to the next 5%
+    top = min(1.0, max(0.05, math.ceil(20*1.15*float(long.share.max() if len(long) else 0.05))/20))
     x = alt.X('share:Q', axis=alt.Axis(format='%'), title='share of prompt tokens', scale=alt.Scale(domain=[0, top]))
-    color = alt.Color('measure:N', title=None, scale=alt.Scale(domain=['router-estimated overlap', 'engine KV reuse'], range=['#4C78A8', '#E45756']),
+    color = alt.Color('measure:N', title=None, scale=alt.Scale(domain=['router-estimated overlap', 'engine KV reuse'],
+                                                               range=['#4C78A8', '#E45756']),
                       legend=alt.Legend(orient='top'))
-    pair = alt.Chart(d.dropna(subset=['router_overlap_share', 'actual_reuse_share'])).mark_rule(color='#999').encode(y=y, x='router_overlap_share:Q', x2='actual_reuse_share:Q')
-    shape = alt.Shape('measure:N', legend=None, scale=alt.Scale(domain=['router-estimated overlap', 'engine KV reuse'], range=['diamond', 'circle']))
+    pair = alt.Chart(d.dropna(subset=['router_overlap_share',
+                                      'actual_reuse_share'])).mark_rule(color='#999').encode(y=y,
+                                              x='router_overlap_share:Q', x2='actual_reuse_share:Q')
+    shape = alt.Shape('measure:N', legend=None, scale=alt.Scale(domain=['router-estimated overlap', 'engine KV reuse'],
+                                                                range=['diamond', 'circle']))
     tip = ['row', 'measure', alt.Tooltip('share:Q', format='.1%'), 'provenance']
-    reuse = alt.Chart(long[long.measure == 'engine KV reuse']).mark_point(size=60, filled=True, opacity=1).encode(y=y, x=x, color=color, shape=shape, tooltip=tip)
-    router = alt.Chart(long[long.measure != 'engine KV reuse']).mark_point(size=130, filled=False, strokeWidth=2, opacity=1).encode(y=y, x=x, color=color, shape=shape, tooltip=tip)
+    reuse = alt.Chart(long[long.measure == 'engine KV reuse']).mark_point(size=60, filled=True,
+            opacity=1).encode(y=y, x=x, color=color, shape=shape, tooltip=tip)
+    router = alt.Chart(long[long.measure != 'engine KV reuse']).mark_point(size=130, filled=False, strokeWidth=2,
+                                                                           opacity=1).encode(y=y, x=x, color=color,
+                                                                               shape=shape, tooltip=tip)
     provs = ', '.join(sorted(set(d.provenance)))
     return (pair + reuse + router).properties(width=420, height=16*len(rows), title=alt.TitleParams(
-        title or 'Router-estimated prefix overlap vs engine KV reuse', anchor='start', fontSize=15, subtitleFontSize=11, subtitleColor='#444',
-        subtitle=[f'{provs.upper() if "simulated" in provs else provs.capitalize()} numbers. Apart, a row\u2019s two marks say the router and the engine disagree on reuse.']))
-
-# %% ../../nbs/08_evidence/02_diagnosis.ipynb #336e1cf8
-def offload_study(setup, concurrency:int, oversubscription=(0.5, 2.0, 8.0), host_gb=(0, 512, 2048), *, pricing=None,
-                  requests:int|None=None, turns_per_prefix:int=5, progress:bool=True) -> pd.DataFrame:
-    "Replay `setup` with working sets of `oversubscription` x GPU KV capacity and host tiers of `host_gb` GB per worker."
-    from tqdm.auto import tqdm
-    if setup.disaggregated: raise WorkbenchError('a disaggregated setup', 'offload study', 'use an aggregated setup (one pool)')
-    w, wl, notes = setup.pool('agg'), setup.workload, []
-    if w.spec_tokens and any(host_gb):   # the engine refuses: "native_host_offload does not support aic_nextn in the initial implementation"
-        w = w.model_copy(update={'spec_tokens': 0, 'acceptance_length': None})
-        setup = setup.model_copy(update={'workers': (w,)})
-        notes.append('speculative decoding off in every row: the replay engine host offload does not support MTP/EAGLE (aic_nextn) yet')
-    cap = engine_args(setup, w, pricing)['engine']['num_gpu_blocks']*w.block_size
-    kvb = timing.kv_bytes_per_token(setup.standin(), w.kv_dtype)
-    shared = max(w.block_size, int(wl.prefix_ratio*wl.isl_mean)) if wl.prefix_ratio else 0
-    if not shared: raise WorkbenchError('the workload shares no prefix' + (' (a conversation stream dials no working set)' if wl.sessions else ''),
-                                        'offload study', 'use a synthetic workload with prefix_ratio > 0, as `offload_section` does')
-    rows = []
-    combos = [(k, g) for k in oversubscription for g in host_gb]
-    for k, g in tqdm(combos, desc='offload study', disable=not progress, leave=False):
-        groups = max(1, round(k*cap/shared))
-        n = requests or max(wl.requests, groups*turns_per_prefix)
-        s2 = setup.model_copy(update={'workload': wl.model_copy(update={'num_prefixes': groups, 'requests': n}),
-                                      'workers': (w.model_copy(update={'host_offload_gb': float(g)}),)})
-        r = simulate(s2, concurrency, pricing=pricing, variant=f'x{k:g} host {g:g} GB')
-        sig = r.extra['replay_signals']
-        rows.append({'working_set_x_gpu_kv': k, 'host_offload_gb': g, 'prefix_groups': groups, 'requests': n,
-                     'reuse_ceiling': wl.prefix_ratio*max(0.0, 1 - groups/n),
-                     'host_blocks': host_blocks(g/w.dp, kvb, w.block_size), 'kv_reuse': r.prefix_cache_hit_rate,
-                     'ttft_p50_ms': r.value('time_to_first_token', 'p50'), 'itl_p50_ms': r.value('inter_token_latency', 'p50'),
-                     'output_tok_s_per_gpu': r.output_tok_s_per_gpu, 'kv_usage_mean': sig.get('agg_kv_usage_mean')})
-    df = pd.DataFrame(rows)
-    base = df[df.host_offload_gb == 0].set_index('working_set_x_gpu_kv')
-    df['reuse_gain_pt'] = [100*(r.kv_reuse - base.kv_reuse.get(r.working_set_x_gpu_kv, np.nan)) for r in df.itertuples()]
-    df['tok_s_gpu_gain'] = [r.output_tok_s_per_gpu/base.output_tok_s_per_gpu.get(r.working_set_x_gpu_kv, np.nan) - 1 for r in df.itertuples()]
-    df.attrs.update(gpu_kv_tokens=cap, kv_bytes_per_token=kvb, shared_prefix_tokens=shared, simulated=True, notes=notes,
-                    provenance='simulated')
-    return df
-
-# %% ../../nbs/08_evidence/02_diagnosis.ipynb #a7b5c070
-def startup_table(*, k8s_records=(), results=(), sim_setups=()) -> pd.DataFrame:
-    "Startup/time-to-ready rows from k8s `ReadyRecord`s (or their dicts), results with `extra['ready_s']`, and sim setups."
-    rows = []
-    for rec in k8s_records:
-        d = rec if isinstance(rec, dict) else vars(rec)
-        rows.append({'target': 'k8s', 'variant': d.get('variant'), 'kind': d.get('kind'), 'seconds': d.get('seconds'), 'ok': d.get('ok'),
-                     'provenance': 'measured', 'detail': f"{d.get('dgd')} {d.get('message', '')}".strip()[:200]})
-    for r in results:
-        if r.extra.get('ready_s') is None: continue
-        rows.append({'target': r.target, 'variant': r.variant, 'kind': r.extra.get('ready_kind', 'first_start'), 'seconds': r.extra['ready_s'],
-                     'ok': r.extra.get('ready_ok', True), 'provenance': 'measured' if r.target != 'sim' else 'simulated',
-                     'detail': f'engine {r.engine}' + (' (CPU mocker, not a B200 start)' if r.engine == 'mocker' else '')})
-    for name, s in (sim_setups.items() if isinstance(sim_setups, dict) else enumerate(sim_setups)):
-        for w in s.workers:
-            rows.append({'target': 'sim', 'variant': str(name), 'kind': f'modelled {w.role}', 'seconds': w.startup_time_s, 'ok': None,
-                         'provenance': 'assumed' if w.startup_time_s is not None else 'not modelled',
-                         'detail': 'replay engine startup_time: charged only to workers added while scaling'})
-    return pd.DataFrame(rows, columns=['target', 'variant', 'kind', 'seconds', 'ok', 'provenance', 'detail'])
-
-# %% ../../nbs/08_evidence/02_diagnosis.ipynb #3c8b3d3b
-def _trace_facts(recipe, topology:str|None) -> tuple[float|None, int|None]:
-    "Shareable reuse and known over-context requests of the recipe's benchmark workload on `topology`."
-    b = recipe.benchmarks.get(topology or recipe.default_topology) or recipe.benchmarks.get(recipe.default_topology)
-    wl = b.workload if b else None
-    if wl is None: return None, None
-    if wl.trace:
-        t = load_traces().get(wl.trace)
-        return (t.kv_reuse_target, t.over_context_requests.get(recipe.id)) if t else (None, None)
-    return ((wl.shared_prefix_tokens or 0)/wl.isl if wl.isl and wl.shared_prefix_tokens else None), None
-
-def _seqs(r:BenchResult) -> int|None:
-    "The decode (or aggregated) pool's max_num_seqs a target recorded."
-    m = r.extra.get('max_num_seqs')
-    if isinstance(m, dict): return m.get('decode', m.get('agg'))
-    return m
-
-def _diag_kwargs(results:list[BenchResult], recipe, meta:dict) -> list[dict]:
-    "`diagnose` keyword arguments for each point: recipe reference, max_num_seqs, trace reuse and over-context facts."
-    topo = lambda r: meta.get(r.variant_hash, {}).get('topology')
-    ref = {(r.concurrency, topo(r)): r for r in results if r.variant == 'recipe'}
-    out = []
-    for r in results:
-        reuse, ctx = _trace_facts(recipe, topo(r))
-        rr = ref.get((r.concurrency, topo(r)))
-        out.append(dict(reference=rr if rr is not None and rr is not r else None, max_num_seqs=_seqs(r),
-                        expected_reuse=reuse, over_context_known=ctx))
-    return out
-
-def study_diagnosis(results:list[BenchResult], recipe, sla:SLA|None=None, *, meta:dict|None=None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    "Diagnosis table (one block per point, against the recipe point at the same concurrency) and overlap-vs-reuse table of a study."
-    sla, meta = sla or recipe.sla, meta or {}
-    blocks = []
-    for r, kw in zip(results, _diag_kwargs(results, recipe, meta)):
-        df = diagnose(r, sla, **kw)
-        df.insert(2, 'group', meta.get(r.variant_hash, {}).get('group', r.extra.get('group') or r.variant))
-        df['variant_hash'] = r.variant_hash
-        blocks.append(df)
-    table = pd.concat(blocks, ignore_index=True) if blocks else pd.DataFrame()
-    return table, overlap_table(results)
-
-def diagnosis_summary(table:pd.DataFrame) -> pd.DataFrame:
-    "One row per point of a `study_diagnosis` table: symptoms present and the likely causes."
-    rows = []
-    for (v, c, h), g in table.groupby(['variant', 'concurrency', 'variant_hash'], sort=False):
-        nt = g[g.finding == 'note']
-        rows.append({'variant': v, 'concurrency': c, 'group': g.group.iloc[0], 'diagnosis': verdict(g),
-                     'symptoms': '; '.join(dict.fromkeys(g[g.symptom_present].symptom)) or 'none',
-                     'notes': '; '.join(f'{k}: {o}' for k, o in zip(nt.check, nt.observed)) or '', 'provenance': g.provenance.iloc[0], 'variant_hash': h})
-    return pd.DataFrame(rows, columns=['variant', 'concurrency', 'group', 'diagnosis', 'symptoms', 'notes', 'provenance', 'variant_hash'])
-
-# %% ../../nbs/08_evidence/02_diagnosis.ipynb #2c3aa799
-def _child_runs(client, run_id:str) -> dict[tuple[str, int], str]:
-    "FINISHED point runs under study run `run_id`: {(variant_hash, concurrency): run id} (newest wins)."
-    eid = client.get_run(run_id).info.experiment_id
-    runs = client.search_runs([eid], f"tags.`mlflow.parentRunId` = '{run_id}' and tags.`workbench.kind` = 'point' "
-                              "and attributes.status = 'FINISHED'", max_results=5000, order_by=['attributes.start_time ASC'])
-    return {(r.data.tags.get('workbench.variant_hash', ''), int(r.data.tags.get('workbench.concurrency', -1))): r for r in runs}
-
-def log_study_diagnosis(client, run_id:str, results:list[BenchResult], recipe, *, sla:SLA|None=None, meta:dict|None=None,
-                        folder=None, per_point:bool=True) -> dict:
-    "Diagnose a study's points and log tables, overlap metrics and chart to its parent run (and each point's diagnosis to its child run)."
-    import tempfile
-    sla = sla or recipe.sla
-    table, ov = study_diagnosis(results, recipe, sla, meta=meta)
-    summ = diagnosis_summary(table) if len(table) else pd.DataFrame()
-    log_texts(client, run_id, {f'{name}.{ext}': (df.to_csv(index=False) if ext == 'csv' else _md(df))
-                               for name, df in (('study_diagnosis', table), ('study_diagnosis_summary', summ)) for ext in ('csv', 'md')}, 'diagnosis')
-    ov.attrs['provenance'] = ', '.join(sorted(set(ov.provenance))) or 'none'
-    ov.insert(0, 'label', [(meta or {}).get(h, {}).get('label', v) for h, v in zip(ov.variant_hash, ov.variant)])
-    n_ov = log_section(client, run_id, 'overlap', ov, keys=['variant', 'concurrency'], values=[])   # a table, not one metric per row
-    targets = ', '.join(sorted({r.target for r in results}))
-    chart, paths = (overlap_chart(ov, title=f'{recipe.display_name} on {targets}: router-estimated overlap vs engine KV reuse') if len(ov) else None), []
-    if chart is not None:
-        with tempfile.TemporaryDirectory() as tmp:
-            paths = save_chart(chart, Path(folder or tmp)/'overlap_vs_reuse')
-            log_files(client, run_id, paths, 'charts')
-            if folder is None: paths = []
-    logged = 0
-    if per_point:
-        kids = _child_runs(client, run_id)
-        for r, kw in zip(results, _diag_kwargs(results, recipe, meta or {})):
-            run = kids.get((r.variant_hash, r.concurrency))
-            if run is None or 'diagnosis.likely' in run.data.tags: continue
-            log_diagnosis(client, run.info.run_id, diagnosis_record(r, sla, **kw)); logged += 1
-    return {'table': table, 'summary': summ, 'overlap': ov, 'chart': chart, 'paths': paths, 'points_logged': logged, 'overlap_metrics': n_ov}
-
-# %% ../../nbs/08_evidence/02_diagnosis.ipynb #7116abb9
-def offload_section(model:str, *, requests:int=120, concurrency:int|None=None, oversubscription=(0.5, 4.0), host_gb=(0, 2048),
-                    calibrate:bool=True, client=None, run_id:str|None=None, progress:bool=False) -> pd.DataFrame:
-    "KV host-offload what-ifs for `model`'s recipe on the sim; logged to MLflow run `run_id` when a client is given."
-    v = recipe_variant(model)
-    st, _ = variant_setup(v, requests=requests)
-    if st.disaggregated: raise WorkbenchError(f'{model} default topology {v.topology_name} is disaggregated', 'offload section',
-                                              'run the offload section on an aggregated topology')
-    # a what-if dials the working set directly: synthetic prompts with the trace's mean lengths and a 70% shared prefix
-    st = st.model_copy(update={'workload': SimWorkload(isl_mean=37400, osl_mean=1008, isl_cv=1.5, osl_cv=0.5, prefix_ratio=0.7,
-                                                       num_prefixes=max(1, requests//5), requests=requests, max_isl=st.workload.max_isl)})
-    c = concurrency or v.recipe.benchmarks[v.topology_name].concurrency[0]
-    p, src = SimTarget(progress=False).pricing(v) if calibrate else (None, 'uncalibrated')
-    df = offload_study(st, c, oversubscription, host_gb, pricing=p, progress=progress)
-    df.insert(0, 'model', model); df.insert(1, 'concurrency', c)
-    df.attrs.update(provenance='simulated' if calibrate else 'simulated (uncalibrated)', pricing=p and p.model_dump(), pricing_source=src)
-    if client is not None and run_id:
-        log_section(client, run_id, 'offload', df, keys=['working_set_x_gpu_kv', 'host_offload_gb'],
-                    values=['kv_reuse', 'reuse_gain_pt', 'reuse_ceiling', 'ttft_p50_ms', 'output_tok_s_per_gpu', 'tok_s_gpu_gain'])
-        log_batch(client, run_id, tags={'offload.notes': ('; '.join(df.attrs['notes']) or 'none')[:5000],
-                                        'offload.gpu_kv_tokens': str(df.attrs['gpu_kv_tokens'])})
-    return df
+        title or 'Router-estimated prefix overlap vs engine KV reuse', anchor='start', fontSize=15,
+            subtitleFontSize=11, subtitleColor='#444',
+        subtitle=[f'{provs.upper() if "simulated" in provs else provs.capitalize()} numbers. Apart, a row\u2019s two '
+                  'marks say the router and the engine disagree on reuse.']))

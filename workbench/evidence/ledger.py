@@ -5,31 +5,34 @@
 # %% ../../nbs/08_evidence/01_ledger.ipynb #232cf0f2
 from __future__ import annotations
 import json, math, textwrap, time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 import pandas as pd
-from ..base.core import WorkbenchError, content_hash, load_altair, runs_dir, unique_tmp
-from ..domain.recipes import load_recipe
+from ..base.core import WorkbenchError, content_hash, load_altair, runs_dir
+from ..domain.loading import load_recipe
 from ..domain.variants import Variant
-from ..domain.results import BenchResult, MIN_STABLE_REQUESTS, QUANTITIES, not_b200, quantity, too_few_requests
-from ..sim.physics import Factors, Pricing, StepPhysics
-from ..sim.calibration import FitPoint, Observation, calibrate, DEFAULT_REFIT
-from ..sim.recipe import CAL_SEED, evaluate, model_pricing, ledger_calibration, shipped_validation, sim_versions, variant_setup
+from ..domain.results import BenchResult, MIN_STABLE_REQUESTS, not_b200, quantity, too_few_requests
+from ..sim.physics import Pricing
+from ..sim.calibration import calibrate
+from ..sim.recipe import (CAL_SEED, model_pricing, ledger_calibration, shipped_validation, sim_versions,
+                                  variant_setup)
 from ..sim.engine import SimSetup, SimWorkload, simulate
 from ..sim.trust import unmodelled
 from ..sim.validation import bands
 from ..tracking import runs as tracking
+from ..tracking.query import study_runs
 from ..studies import reproduce, report
 from . import measured
+from ..domain.metrics import QUANTITIES, GPU_TPS, ISL, ITL_P50, OSL, TTFT_P50, USER_TPS_P50
+from ..tracking import lineage
 
 # %% auto #0
 __all__ = ['LEDGER_METRICS', 'LABELS', 'rms_band', 'sim_setup', 'LedgerPoint', 'ledger_points', 'point_sources', 'versions_of',
            'ledger', 'ledger_table', 'ledger_brief', 'error_summary', 'ledger_chart', 'band_rows', 'ledger_bands',
-           'current_version', 'record', 'drift', 'fit_points', 'loo_errors', 'summarize', 'Refit', 'refit',
-           'held_out_rows', 'show']
+           'current_version', 'record', 'drift', 'held_out_rows', 'show']
 
 # %% ../../nbs/08_evidence/01_ledger.ipynb #163b0a2c
-LEDGER_METRICS = ('output_token_throughput_per_gpu', 'time_to_first_token.p50', 'inter_token_latency.p50', 'output_token_throughput_per_user.p50')
+LEDGER_METRICS = (GPU_TPS, TTFT_P50, ITL_P50, USER_TPS_P50)
 LABELS = {k: QUANTITIES[k].label for k in LEDGER_METRICS}
 
 def rms_band(log_errors) -> float|None:
@@ -38,19 +41,23 @@ def rms_band(log_errors) -> float|None:
     return math.exp(math.sqrt(sum(x*x for x in e)/len(e))) - 1 if e else None
 
 def sim_setup(v:Variant, r:BenchResult) -> tuple[SimSetup, str]:
-    "The simulator setup for measured point `r` of `v`: the variant's workers and the point's own load where AIPerf recorded it."
-    isl, osl, n = r.value('input_sequence_length'), r.value('output_sequence_length'), r.request_count
+    """The simulator setup for measured point `r` of `v`: the variant's workers and the point's own load where AIPerf
+    recorded it."""
+    isl, osl, n = r.value(ISL), r.value(OSL), r.request_count
     spec = r.extra.get('spec') or {}
     bench = v.recipe.benchmarks.get(v.topology_name) or v.recipe.benchmarks[v.recipe.default_topology]
     if not (isl and osl) or spec.get('input_file'):
         st, _ = variant_setup(v, requests=n or bench.request_count, seed=CAL_SEED)
-        return st, f'the recipe benchmark ({n or bench.request_count} requests; the point records no ISL/OSL of its own)'
+        return (st, f'the recipe benchmark ({n or bench.request_count} requests; the point records no ISL/OSL of its '
+                    'own)')
     st, _ = variant_setup(v, requests=max(1, n), seed=CAL_SEED)
     plen = spec.get('prefix_prompt_length') or spec.get('shared_system_prompt_length') or 0
     npre = spec.get('prefix_prompt_pool_size') or (1 if spec.get('shared_system_prompt_length') else 0)
-    wl = SimWorkload(isl_mean=round(isl), osl_mean=max(1, round(osl)), requests=max(1, n), seed=CAL_SEED, prefix_ratio=min(1.0, plen/isl),
+    wl = SimWorkload(isl_mean=round(isl), osl_mean=max(1, round(osl)), requests=max(1, n), seed=CAL_SEED,
+                     prefix_ratio=min(1.0, plen/isl),
                      num_prefixes=npre, max_isl=st.workload.max_isl)
-    return st.model_copy(update={'workload': wl}), f'its own load: {n} requests, ISL {isl:.0f}, OSL {osl:.0f}' + (f', prefix {plen} x{npre}' if plen else '')
+    return (st.model_copy(update={'workload': wl}),
+            f'its own load: {n} requests, ISL {isl:.0f}, OSL {osl:.0f}' + (f', prefix {plen} x{npre}' if plen else ''))
 
 # %% ../../nbs/08_evidence/01_ledger.ipynb #c3f0462f
 @dataclass
@@ -68,7 +75,8 @@ class LedgerPoint:
     study: str = ''
 
 def _variant_of_run(rec, run_id:str, r:BenchResult, uri) -> tuple[Variant|None, dict]:
-    "The variant of a point run (its bundle's, else rebuilt from its name when the hash matches) and its bundle ({} without one)."
+    """The variant of a point run (its bundle's, else rebuilt from its name when the hash matches) and its bundle ({}
+    without one)."""
     try: b = reproduce.load_bundle(run_id, tracking_uri=uri)
     except WorkbenchError: b = {}
     if b: return reproduce.variant_of(b['variant'], rec)[0], b
@@ -78,41 +86,51 @@ def _variant_of_run(rec, run_id:str, r:BenchResult, uri) -> tuple[Variant|None, 
 
 def _scan(model:str, include_mocker:bool, uri) -> tuple[list[LedgerPoint], list[str]]:
     "The ledger's points of `model`, and a line for each measured point left out because it is not a B200's."
-    rec, runs = load_recipe(model), tracking.study_runs(model, tracking_uri=uri)
+    rec, runs = load_recipe(model), study_runs(model, tracking_uri=uri)
     eng = runs.get('tags.workbench.engine', pd.Series('', index=runs.index))
     prov = runs.provenance.fillna('').astype(str)
     keep = runs[prov.str.startswith('measured') | (include_mocker & (eng == 'mocker') & (runs.target != 'sim'))]
     out, left = [], []
     for row in keep.itertuples():
-        r = tracking.point_result(row.run_id, tracking_uri=uri)                     # reads go through tracking.download: no progress bars
+        # reads go through tracking.download: no progress bars
+        r = tracking.point_result(row.run_id, tracking_uri=uri)
         if why := not_b200(tracking.provenance_of(r)):
             left.append(f'{r.variant} c{r.concurrency} (run {row.run_id[:8]}, engine {r.engine}): {why}'); continue
         v, b = _variant_of_run(rec, row.run_id, r, uri)
-        if v is None: continue                                                       # its variant can no longer be built: nothing to simulate
+        # its variant can no longer be built: nothing to simulate
+        if v is None: continue
         st, load = sim_setup(v, r)
         out.append(LedgerPoint(run_id=row.run_id, result=r, variant=v, group=row.group or 'recipe',
                                image=r.extra.get('image') or b.get('source', {}).get('image') or v.image,
-                               engine_version=r.extra.get('engine_version') or b.get('source', {}).get('engine_version') or 'unknown',
-                               when=r.extra.get('measured_at') or b.get('created', ''), setup=st, load=load, study=row.study or ''))
+                               engine_version=r.extra.get('engine_version')
+                               or b.get('source', {}).get('engine_version') or 'unknown',
+                               when=r.extra.get('measured_at') or b.get('created', ''), setup=st, load=load,
+                               study=row.study or ''))
     return out, left
 
 def ledger_points(model:str, *, include_mocker:bool=False, tracking_uri:str|None=None) -> list[LedgerPoint]:
-    "The measured points of `model` (with `include_mocker`, the live mocker points too), each with its variant and simulator setup; never a non-B200 one."
+    """The measured points of `model` (with `include_mocker`, the live mocker points too), each with its variant and
+    simulator setup; never a non-B200 one."""
     return _scan(model, include_mocker, tracking_uri)[0]
 
 def _counts(n:list[int]) -> str:
     "Request counts of some points, as said in a line ('8-16 requests'); a count of 0 is not recorded (a CSV import)."
     k = [x for x in n if x]
     said = '' if not k else (f'{min(k)}-{max(k)} requests' if min(k) != max(k) else f'{k[0]} requests')
-    return ', '.join(filter(None, [said, f'{len(n) - len(k)} without a recorded request count' if len(k) < len(n) else '']))
+    return ', '.join(filter(None, [said, f'{len(n) - len(k)} without a recorded request count' if len(k) < len(n)
+                                   else '']))
 
 def point_sources(points:list[LedgerPoint]) -> list[str]:
-    "Where the ledger's points come from (a line per study, target and engine) and, when some are, how many are too short for a stable figure."
+    """Where the ledger's points come from (a line per study, target and engine) and, when some are, how many are too
+    short for a stable figure."""
     by = {}
-    for p in points: by.setdefault((p.study or 'unknown', p.result.target, p.result.engine), []).append(p.result.request_count)
-    out = [f"from study {s} ({t}, engine {e}): {len(n)} point{'s' * (len(n) != 1)}, {_counts(n)}" for (s, t, e), n in by.items()]
+    for p in points: by.setdefault((p.study or 'unknown', p.result.target, p.result.engine),
+                                   []).append(p.result.request_count)
+    out = [f"from study {s} ({t}, engine {e}): {len(n)} point{'s' * (len(n) != 1)}, {_counts(n)}" for (s, t, e),
+           n in by.items()]
     if few := [p.result.request_count for p in points if too_few_requests(p.result.request_count)]:
-        out.append(f'{len(few)} of {len(points)} points ran fewer than {MIN_STABLE_REQUESTS} requests ({min(few)} at the fewest): '
+        out.append(f'{len(few)} of {len(points)} points ran fewer than {MIN_STABLE_REQUESTS} requests ({min(few)} at '
+                   'the fewest): '
                    'their errors carry the seed noise of a short run')
     return out
 
@@ -129,26 +147,33 @@ def _rows(p:LedgerPoint, version:str, pricing:Pricing) -> list[dict]:
     r, why = p.result, unmodelled(p.variant)
     pred = None if why else simulate(p.setup, r.concurrency, pricing=pricing, telemetry_ms=None)
     note = 'not modelled: ' + '; '.join(why) if why else ''
-    if pred and r.prefix_cache_hit_rate is not None and r.prefix_cache_hit_rate > (pred.prefix_cache_hit_rate or 0) + 0.2:
-        note = (f'prompt-cache reads {r.prefix_cache_hit_rate:.0%} measured vs {pred.prefix_cache_hit_rate or 0:.0%} simulated: '
+    if pred and r.prefix_cache_hit_rate is not None and r.prefix_cache_hit_rate > (pred.prefix_cache_hit_rate
+            or 0) + 0.2:
+        note = (f'prompt-cache reads {r.prefix_cache_hit_rate:.0%} measured vs {pred.prefix_cache_hit_rate or 0:.0%} '
+                'simulated: '
                 'a cache warmed by earlier points (same prompts)')
     out = []
     for metric in LEDGER_METRICS:
         m, s = quantity(r, metric), (quantity(pred, metric) if pred else None)
-        out.append({'model': r.model, 'run_id': p.run_id, 'variant': p.variant.name, 'group': p.group, 'topology': r.topology,
-                    'concurrency': r.concurrency, 'target': r.target, 'engine': r.engine, 'provenance': r.provenance, 'image': p.image,
+        out.append({'model': r.model, 'run_id': p.run_id, 'variant': p.variant.name, 'group': p.group,
+                    'topology': r.topology,
+                    'concurrency': r.concurrency, 'target': r.target, 'engine': r.engine, 'provenance': r.provenance,
+                    'image': p.image,
                     'engine_version': p.engine_version, 'when': p.when, 'calibration': version, 'metric': metric,
                     'measured': m, 'predicted': s, 'error': s/m - 1 if m and s else None, 'load': p.load, 'note': note})
     return out
 
-def ledger(model:str, *, include_mocker:bool=False, calibrations:dict[str, Pricing]|None=None, tracking_uri:str|None=None,
+def ledger(model:str, *, include_mocker:bool=False, calibrations:dict[str, Pricing]|None=None,
+           tracking_uri:str|None=None,
            points:list[LedgerPoint]|None=None) -> pd.DataFrame:
     "Predicted against measured for every measured point of `model`, per metric and calibration version (long format)."
     points, left = _scan(model, include_mocker, tracking_uri) if points is None else (points, [])
     if not points: raise WorkbenchError(f'no measured point of {model} in {tracking.client(tracking_uri).tracking_uri}'
-                                        + (f' (left out, not B200: {"; ".join(left)})' if left else ''), 'build the ledger',
-                                        f'import measured runs first: workbench import {model} <AIPerf artifact folders>'
-                                        + ('' if include_mocker else ' (live mocker points count only with --include-mocker)'))
+                                        + (f' (left out, not B200: {"; ".join(left)})' if left else ''),
+                                        'build the ledger',
+                                        f'import measured runs first: workbench import {model} <AIPerf artifact '
+                                        'folders>' + ('' if include_mocker
+                                                      else ' (live mocker points count only with --include-mocker)'))
     cals = calibrations or versions_of(model)
     df = pd.DataFrame([row for p in points for name, f in cals.items() for row in _rows(p, name, f)])
     df.attrs['left_out'], df.attrs['sources'] = left, point_sources(points)
@@ -159,7 +184,8 @@ def _pct(x) -> str: return '' if x is None or (isinstance(x, float) and math.isn
 
 def ledger_table(df:pd.DataFrame) -> pd.DataFrame:
     "One row per point and calibration: measured, predicted and error per metric (rounded), and the point's note."
-    w = df.set_index(['variant', 'concurrency', 'target', 'engine', 'calibration', 'run_id', 'note', 'metric'])[['measured', 'predicted', 'error']].unstack('metric')
+    w = df.set_index(['variant', 'concurrency', 'target', 'engine', 'calibration', 'run_id', 'note',
+                      'metric'])[['measured', 'predicted', 'error']].unstack('metric')
     cols = {}
     for m in LEDGER_METRICS:
         if ('measured', m) not in w: continue
@@ -175,20 +201,25 @@ def _cell(a, b, e) -> str:
     return f'{a:g}\u2192{b:g} {e}' if pd.notna(b) else f'{a:g}\u2192no number'
 
 def ledger_brief(df:pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """`ledger_table` for a terminal: each metric in one cell, 'measured\u2192predicted error'; the points' notes as lines (within
-    120 columns) for below it. Where the points come from more than one engine, the engine is a column and in each note."""
+    """`ledger_table` for a terminal: each metric in one cell, 'measured\u2192predicted error'; the points' notes as
+    lines (within
+    120 columns) for below it. Where the points come from more than one engine, the engine is a column and in each
+    note."""
     t = ledger_table(df)
     eng = t.engine.nunique() > 1
-    out = t[['variant', 'concurrency', *(['engine'] if eng else []), 'calibration']].rename(columns={'concurrency': 'c'})
+    out = t[['variant', 'concurrency', *(['engine'] if eng else []),
+             'calibration']].rename(columns={'concurrency': 'c'})
     for l in (LABELS[m] for m in LEDGER_METRICS if f'{LABELS[m]} measured' in t):
         out[l] = [_cell(a, b, e) for a, b, e in zip(t[f'{l} measured'], t[f'{l} predicted'], t[f'{l} error'])]
-    notes = [line for v, c, g, n in t[['variant', 'concurrency', 'engine', 'note']].drop_duplicates().itertuples(index=False) if n
+    notes = [line for v, c, g, n in t[['variant', 'concurrency', 'engine',
+                                       'note']].drop_duplicates().itertuples(index=False) if n
              for line in textwrap.wrap(f"note: {v} c{c}{f' ({g})' if eng else ''}: {n}", 120, subsequent_indent='  ',
                                        break_on_hyphens=False, break_long_words=False)]
     return out, notes
 
 def error_summary(df:pd.DataFrame) -> pd.DataFrame:
-    "Error by setting group and calibration version per metric: points, mean signed error, band (exp(RMS log error) - 1)."
+    """Error by setting group and calibration version per metric: points, mean signed error, band (exp(RMS log error) -
+    1)."""
     d = df.dropna(subset=['error'])
     rows = [{'group': g, 'calibration': c, 'metric': LABELS[m], 'points': len(x), 'mean error': _pct(x.error.mean()),
              'band': _pct(rms_band([math.log1p(e) for e in x.error])).lstrip('+')}
@@ -203,21 +234,27 @@ def ledger_chart(df:pd.DataFrame, *, title:str|None=None):
                                            point=lambda x: x.variant + ' @c' + x.concurrency.astype(str))
     base = alt.Chart(d)
     dots = base.mark_circle(size=80, opacity=0.8).encode(
-        x=alt.X('group:N', title='setting group'), xOffset='calibration:N', y=alt.Y('error_pct:Q', title='predicted vs measured (%)'),
-        color=alt.Color('calibration:N', title='calibration'), tooltip=['point:N', 'calibration:N', 'measured:Q', 'predicted:Q', 'error_pct:Q'])
+        x=alt.X('group:N', title='setting group'), xOffset='calibration:N',
+                                                         y=alt.Y('error_pct:Q', title='predicted vs measured (%)'),
+        color=alt.Color('calibration:N', title='calibration'), tooltip=['point:N', 'calibration:N', 'measured:Q',
+                                                                        'predicted:Q', 'error_pct:Q'])
     zero = base.mark_rule(color='black').encode(y=alt.datum(0))
     n, live = d.run_id.nunique(), 'simulated' in set(d.provenance)
     what = f"{n} point{'s' * (n != 1)} " + ('run on a live stack (mocker workers)' if live else 'measured')
-    sub = [f"error = predicted / measured - 1, per metric; {', '.join(sorted(set(d.provenance)))} points ({', '.join(sorted(set(d.engine)))})"]
+    sub = [f"error = predicted / measured - 1, per metric; {', '.join(sorted(set(d.provenance)))} points "
+           f"({', '.join(sorted(set(d.engine)))})"]
     if refits := sorted(c for c in set(d.calibration) if c.startswith('ledger:')):
-        sub.append(f"{', '.join(refits)}: refitted on these points (in-sample; its leave-one-out error: workbench calibrate)")
-    return alt.layer(zero, dots).properties(width=170, height=220).facet(column=alt.Column('metric_label:N', title=None)).properties(
+        sub.append(f"{', '.join(refits)}: refitted on these points (in-sample; its leave-one-out error: workbench "
+                   "calibrate)")
+    return alt.layer(zero, dots).properties(width=170, height=220).facet(column=alt.Column('metric_label:N',
+            title=None)).properties(
         title=alt.TitleParams(title or f"{d.model.iloc[0]}: simulator predictions against {what}", subtitle=sub))
 
 # %% ../../nbs/08_evidence/01_ledger.ipynb #52099dcc
 def _held(model:str, point:str, key:str, error:float) -> dict:
     "A ledger error as a held-out row of a fitted configuration (the shipped validation's `held_out` shape)."
-    return {'kind': 'fitted', 'model': model, 'point': point, 'quantity': key, 'band_key': QUANTITIES[key].band, 'published': None,
+    return {'kind': 'fitted', 'model': model, 'point': point, 'quantity': key, 'band_key': QUANTITIES[key].band,
+            'published': None,
             'predicted': None, 'error': error, 'groups': []}
 
 def band_rows(df:pd.DataFrame, version:str) -> list[dict]:
@@ -226,11 +263,13 @@ def band_rows(df:pd.DataFrame, version:str) -> list[dict]:
     return [_held(r.model, f'ledger {r.run_id}', r.metric, r.error) for r in d.itertuples()]
 
 def ledger_bands(rows:list[dict], validation:dict|None=None) -> pd.DataFrame:
-    "The bands of a fitted configuration per metric from the validation's held-out errors alone, and with the ledger's `rows` added."
+    """The bands of a fitted configuration per metric from the validation's held-out errors alone, and with the ledger's
+    `rows` added."""
     doc = shipped_validation() if validation is None else validation
     held, effects = doc.get('held_out', []), doc.get('effects', [])
     before, after = bands(held, effects)['fitted'] if held else {}, bands(held + rows, effects)['fitted']
-    return pd.DataFrame([{'metric': k, 'band (published points)': _pct(before.get(k)).lstrip('+'), 'band (with the ledger)': _pct(after[k]).lstrip('+'),
+    return pd.DataFrame([{'metric': k, 'band (published points)': _pct(before.get(k)).lstrip('+'),
+                          'band (with the ledger)': _pct(after[k]).lstrip('+'),
                           'ledger points': sum(1 for r in rows if r['band_key'] == k)} for k in after])
 
 # %% ../../nbs/08_evidence/01_ledger.ipynb #8547c0f9
@@ -238,28 +277,34 @@ def current_version(df:pd.DataFrame) -> str:
     "The calibration version predictions use now: the ledger's refit when the ledger holds one, else the published one."
     return next((c for c in df.calibration.unique() if c.startswith('ledger:')), df.calibration.iloc[0])
 
-def record(model:str, df:pd.DataFrame, *, charts=(), bands_table:pd.DataFrame|None=None, tracking_uri:str|None=None) -> str:
-    "Log the ledger of `model`: metrics and a tag on each point's run (its current calibration), and a `ledger` run with tables and chart."
+def record(model:str, df:pd.DataFrame, *, charts=(), bands_table:pd.DataFrame|None=None,
+           tracking_uri:str|None=None) -> str:
+    """Log the ledger of `model`: metrics and a tag on each point's run (its current calibration), and a `ledger` run
+    with tables and chart."""
     c, eid = tracking.client(tracking_uri), tracking.experiment_id(model, tracking_uri)
     current = current_version(df)
     for rid, x in df[df.calibration == current].groupby('run_id'):
-        ms = {f'ledger.{r.metric}.{k}': getattr(r, k) for r in x.itertuples() for k in ('predicted', 'error') if pd.notna(getattr(r, k))}
+        ms = {f'ledger.{r.metric}.{k}': getattr(r, k) for r in x.itertuples() for k in ('predicted', 'error')
+              if pd.notna(getattr(r, k))}
         tracking.log_batch(c, rid, metrics=ms, tags={'workbench.ledger.calibration': current})
-    rid = tracking._retry(c.create_run, eid, run_name=f'ledger {time.strftime("%Y-%m-%d %H:%M")}',
-                          tags={'workbench.kind': 'ledger', 'workbench.model': model, **tracking.source_tags(f'workbench ledger {model}')}).info.run_id
+    rid = tracking.retry(c.create_run, eid, run_name=f'ledger {time.strftime("%Y-%m-%d %H:%M")}',
+                          tags={'workbench.kind': 'ledger', 'workbench.model': model,
+                                **lineage.source_tags(f'workbench ledger {model}')}).info.run_id
     summ = error_summary(df)
     tracking.log_texts(c, rid, {'ledger.csv': df.to_csv(index=False), 'summary.csv': summ.to_csv(index=False),
-                                **({'bands.csv': bands_table.to_csv(index=False)} if bands_table is not None else {})}, 'ledger')
+                                **({'bands.csv': bands_table.to_csv(index=False)} if bands_table is not None else {})},
+                       'ledger')
     tracking.log_files(c, rid, charts, 'charts')
     tracking.log_batch(c, rid, params={'points': str(df.run_id.nunique()), 'calibrations': sorted(set(df.calibration))},
                        metrics={f'band.{m}.{cal}'.replace(':', '_'): rms_band([math.log1p(e) for e in x.error])
                                 for (m, cal), x in df.dropna(subset=['error']).groupby(['metric', 'calibration'])})
-    tracking._retry(c.set_terminated, rid, status='FINISHED')
+    tracking.retry(c.set_terminated, rid, status='FINISHED')
     return rid
 
 # %% ../../nbs/08_evidence/01_ledger.ipynb #703577d6
 def drift(df:pd.DataFrame, *, threshold:float=0.10) -> list[str]:
-    "Alerts for each metric whose error moved by more than `threshold` (relative) from the previous image/engine release to the newest."
+    """Alerts for each metric whose error moved by more than `threshold` (relative) from the previous image/engine
+    release to the newest."""
     d = df[df.calibration == df.calibration.iloc[0]].dropna(subset=['error'])
     d = d.assign(release=d.image + ' / ' + d.engine_version.fillna('unknown'))
     if d.release.nunique() < 2: return []
@@ -273,155 +318,51 @@ def drift(df:pd.DataFrame, *, threshold:float=0.10) -> list[str]:
         if not len(ea) or not len(eb): continue
         ga, gb = (math.exp(sum(map(math.log1p, e))/len(e)) for e in (ea, eb))
         if abs(gb/ga - 1) > threshold:
-            out.append(f'drift: {LABELS[m]} error moved {100*(gb/ga - 1):+.0f}% (relative) from {old} to {new}: predicted/measured '
+            out.append(f'drift: {LABELS[m]} error moved {100*(gb/ga - 1):+.0f}% (relative) from {old} to {new}: '
+                       'predicted/measured '
                        f'{ga:.2f} -> {gb:.2f} on {len(eb)} point(s). Fix: refit the calibration from the new points '
                        f'(workbench calibrate {d.model.iloc[0]} --from-ledger)')
     return out
 
-# %% ../../nbs/08_evidence/01_ledger.ipynb #ede3da6a
-def fit_points(points:list[LedgerPoint]) -> list[FitPoint]:
-    "The ledger's measured points as fit points (modelled variants only): setup, concurrency, the refit observations."
-    out = []
-    for p in points:
-        if unmodelled(p.variant): continue
-        r = p.result
-        obs = [Observation(key=k, value=v, fit=f) for k, f in DEFAULT_REFIT if (v := quantity(r, k))]
-        if obs: out.append(FitPoint(label=f'{p.variant.name}@c{r.concurrency} {p.run_id[:8]}', source=f'{r.provenance}:{r.target}:{r.engine}:run {p.run_id}',
-                                    setup=p.setup.model_dump(mode='json'), concurrency=r.concurrency, observations=obs))
-    return out
-
-def _errors(points:list[FitPoint], values:list[dict], kind:str) -> list[dict]:
-    "Rows (point, metric, ratio) of simulated `values` against the points' observations."
-    return [{'point': p.label, 'metric': o.key, 'kind': kind, 'ratio': v[o.key]/o.value if v.get(o.key) else None}
-            for p, v in zip(points, values) for o in p.observations]
-
-def loo_errors(model:str, points:list[FitPoint], physics:StepPhysics, *, prior_sd:float=1.0) -> list[dict]:
-    "Each point predicted by a refit on the others (the step physics held)."
-    out = []
-    for p in points:
-        cal = calibrate({model: points}, evaluate, held_out=[f'{model}/{p.label}'], physics=physics, prior_sd=prior_sd, versions=sim_versions(),
-                        store=False)
-        out += [{'point': p.label, 'metric': o.key, 'kind': 'after', 'ratio': 1 + r if (r := cal.residuals[model][p.label].get(o.key)) is not None else None}
-                for o in p.observations]
-    return out
-
-# %% ../../nbs/08_evidence/01_ledger.ipynb #2c52c96b
-def summarize(rows:list[dict]) -> pd.DataFrame:
-    "Per metric and kind (before/after): points, mean signed error, band (exp(RMS log error) - 1)."
-    d = pd.DataFrame(rows).dropna(subset=['ratio'])
-    out = d.groupby(['metric', 'kind']).ratio.agg(points='size', mean=lambda x: (x - 1).mean(), band=lambda x: rms_band([math.log(v) for v in x]))
-    return out.reset_index()
-
-@dataclass
-class Refit:
-    "A refit from the ledger: the calibration, its stored path, the errors before and after, and the MLflow run."
-    model: str
-    calibration: object
-    path: Path
-    base: Pricing
-    rows: list[dict]
-    run_id: str|None = None
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def summary(self) -> pd.DataFrame: return summarize(self.rows)
-
-    @property
-    def factors(self) -> Factors:
-        "The refitted factors of the model."
-        return self.calibration.factors[self.model]
-
-    def overall(self, kind:str) -> float:
-        "Band over every observation of `kind` ('before' or 'after')."
-        return rms_band([math.log(r['ratio']) for r in self.rows if r['kind'] == kind and r['ratio']])
-
-    def text(self) -> str:
-        "Before and after, per metric, as printable lines."
-        s = self.summary.pivot(index='metric', columns='kind', values=['points', 'mean', 'band'])
-        lines = [f'{"metric":38} {"points":>6}  {"before: published calibration":>30}  {"after: refit, leave-one-out":>28}']
-        for m in s.index:
-            lines.append(f'{m:38} {int(s.loc[m, ("points", "before")]):>6}  {_pct(s.loc[m, ("mean", "before")]):>10} (band {_pct(s.loc[m, ("band", "before")]).lstrip("+"):>5})'
-                         f'{"":9}{_pct(s.loc[m, ("mean", "after")]):>10} (band {_pct(s.loc[m, ("band", "after")]).lstrip("+"):>5})')
-        f, b = self.factors, self.base.factors
-        lines += [f'all observations: band {_pct(self.overall("before")).lstrip("+")} before, {_pct(self.overall("after")).lstrip("+")} after (leave-one-out)',
-                  f'factors: prefill {b.prefill:.3f} -> {f.prefill:.3f}, decode {b.decode:.3f} -> {f.decode:.3f} (calibration {self.calibration.id})',
-                  f'stored: {self.path}' + (f'; MLflow run {self.run_id}' if self.run_id else '')] + [f'note: {n}' for n in self.notes]
-        return '\n'.join(lines)
-
-# %% ../../nbs/08_evidence/01_ledger.ipynb #af514a16
-def _store(model:str, cal, rows:list[dict], *, base:Pricing, bands_of_refit:dict, out=None) -> Path:
-    "Write the ledger calibration (factors, physics, versions, points, errors, bands) where the simulator finds it, or to `out`."
-    path = Path(out) if out else runs_dir()/'ledger'/model/'calibration.json'
-    pts = cal.points[model]
-    doc = {'id': cal.id, 'model': model, 'factors': cal.factors[model].model_dump(), 'physics': cal.physics.model_dump(),
-           'base_factors': base.factors.model_dump(), 'versions': sim_versions(), 'points': len(pts), 'created': cal.created, 'errors': rows,
-           'bands': bands_of_refit, 'fit_points': [p.label for p in pts], 'sources': sorted({p.source for p in pts})}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = unique_tmp(path); tmp.write_text(json.dumps(doc, indent=1)); tmp.replace(path)
-    return path
-
-def refit(model:str, *, include_mocker:bool=False, prior_sd:float=1.0, out=None, tracking_uri:str|None=None,
-          points:list[LedgerPoint]|None=None, record_run:bool=True) -> Refit:
-    "Refit `model`'s factors from its ledger (the step physics held); report the leave-one-out error before and after; store and record it."
-    points, left = _scan(model, include_mocker, tracking_uri) if points is None else (points, [])
-    fps = fit_points(points)
-    if len(fps) < 2: raise WorkbenchError(f'{len(fps)} modelled measured point(s) of {model}' + (f' ({len(left)} left out, not B200)' if left else ''),
-                                          'refit from the ledger',
-                                          'import at least two measured points (workbench import) before refitting')
-    base, src = model_pricing(load_recipe(model), ledger=False)
-    rows = _errors(fps, evaluate(model, fps, base), 'before') + loo_errors(model, fps, base.physics, prior_sd=prior_sd)
-    cal = calibrate({model: fps}, evaluate, physics=base.physics, prior_sd=prior_sd, versions=sim_versions(), store=True,
-                    assumptions={'source': 'ledger', 'physics': src, 'prior': f'log sd {prior_sd}', 'include_mocker': include_mocker})
-    led_rows = [_held(model, r['point'], r['metric'], r['ratio'] - 1) for r in rows if r['kind'] == 'after' and r['ratio']]
-    doc = shipped_validation()
-    new_bands = bands(doc.get('held_out', []) + led_rows, doc.get('effects', []))['fitted']
-    path = _store(model, cal, rows, base=base, bands_of_refit=new_bands, out=out)
-    res = Refit(model=model, calibration=cal, path=path, base=base, rows=rows,
-                notes=[f'left out: {x}' for x in left] +
-                      ([] if out is None else [f'written to {path} only: predictions keep their calibration (copy it to runs/ledger/{model}/calibration.json to use it)']))
-    if record_run: res.run_id = _record_refit(res, tracking_uri)
-    return res
-
-def _record_refit(res:Refit, uri) -> str:
-    "A `calibration` run in the model's experiment: the calibration, the errors before and after, the summary."
-    c, eid = tracking.client(uri), tracking.experiment_id(res.model, uri)
-    rid = tracking._retry(c.create_run, eid, run_name=f'calibration from the ledger {res.calibration.id[:8]}',
-                          tags={'workbench.kind': 'calibration', 'workbench.model': res.model, **tracking.source_tags(f'workbench calibrate {res.model} --from-ledger')}).info.run_id
-    tracking.log_calibration(c, rid, {'id': res.calibration.id, 'factors': res.factors.model_dump(), 'base_factors': res.base.factors.model_dump(),
-                                      'physics': res.calibration.physics.model_dump(), 'points': len(res.calibration.points[res.model]),
-                                      'path': str(res.path), 'versions': res.calibration.versions})
-    tracking.log_texts(c, rid, {'calibration_full.json': res.calibration.model_dump_json(indent=1), 'errors.csv': pd.DataFrame(res.rows).to_csv(index=False),
-                                'summary.csv': res.summary.to_csv(index=False)}, 'calibration')
-    tracking.log_batch(c, rid, metrics={f'loo.{k}.{m}': b for m, k, b in res.summary[['metric', 'kind', 'band']].itertuples(index=False)}
-                       | {'loo.before': res.overall('before'), 'loo.after': res.overall('after')})
-    tracking._retry(c.set_terminated, rid, status='FINISHED')
-    return rid
-
 # %% ../../nbs/08_evidence/01_ledger.ipynb #1634f331
 def held_out_rows(df:pd.DataFrame, model:str) -> list[dict]:
-    "The ledger's held-out errors for the version predictions use: a refit's leave-one-out errors, else the published calibration's ledger errors."
+    """The ledger's held-out errors for the version predictions use: a refit's leave-one-out errors, else the published
+    calibration's ledger errors."""
     cur, led = current_version(df), ledger_calibration(model)
     if led and cur.startswith('ledger:'):
-        return [_held(model, r['point'], r['metric'], r['ratio'] - 1) for r in led['errors'] if r['kind'] == 'after' and r['ratio']]
+        return [_held(model, r['point'], r['metric'],
+                      r['ratio'] - 1) for r in led['errors'] if r['kind'] == 'after' and r['ratio']]
     return band_rows(df, cur)
 
 def show(model:str, *, include_mocker:bool=False, chart=None, tracking_uri:str|None=None, record_run:bool=True) -> str:
-    "The ledger of `model` as text (table, error by group and calibration, bands, drift); the chart written (PNG, SVG) and all recorded in MLflow."
-    from workbench.studies.report import save_chart
+    """The ledger of `model` as text (table, error by group and calibration, bands, drift); the chart written (PNG, SVG)
+    and all recorded in MLflow."""
+    from workbench.studies.charts import save_chart
     df = ledger(model, include_mocker=include_mocker, tracking_uri=tracking_uri)
     cur, bt = current_version(df), ledger_bands(held_out_rows(df, model))
-    png, svg = save_chart(ledger_chart(df), Path(chart).with_suffix('') if chart else runs_dir()/'ledger'/model/'ledger')
+    png, svg = save_chart(ledger_chart(df), Path(chart).with_suffix('') if chart else runs_dir()/'ledger'/model
+                          /'ledger')
     (brief, notes), csv = ledger_brief(df), png.with_suffix('.csv')
-    df.to_csv(csv, index=False)                                                      # the same long table as the MLflow run's ledger/ledger.csv
+    # the same long table as the MLflow run's ledger/ledger.csv
+    df.to_csv(csv, index=False)
     rid = record(model, df, charts=[png], bands_table=bt, tracking_uri=tracking_uri) if record_run else None
-    basis = "the refit's leave-one-out errors" if cur.startswith('ledger:') else "the published calibration's errors on these points"
+    basis = ("the refit's leave-one-out errors" if cur.startswith('ledger:')
+             else "the published calibration's errors on these points")
     with pd.option_context('display.width', 250, 'display.max_columns', 60, 'display.max_colwidth', 80):
-        parts = [f"ledger of {model}: {df.run_id.nunique()} point(s); calibration versions {', '.join(dict.fromkeys(df.calibration))}; predictions use {cur}",
+        parts = [f"ledger of {model}: {df.run_id.nunique()} point(s); calibration versions "
+                 f"{', '.join(dict.fromkeys(df.calibration))}; predictions use {cur}",
                  *df.attrs.get('sources', []), 'measured\u2192predicted and error per point and calibration:',
-                 report.text_table(brief, drop=()), *notes, f'every value (long format, as logged to MLflow): {csv}', '',
-                 'error by setting group and calibration version' + (' (a ledger refit is in-sample on its own points):' if cur.startswith('ledger:') else ':'),
+                 report.text_table(brief, drop=()), *notes, f'every value (long format, as logged to MLflow): {csv}',
+                 '',
+                 'error by setting group and calibration version'
+                 + (' (a ledger refit is in-sample on its own points):' if cur.startswith('ledger:') else ':'),
                  report.text_table(error_summary(df), drop=()), '',
-                 f'point bands, published points alone and with the ledger ({basis}):', report.text_table(bt, drop=()), '',
-                 *(drift(df) or ['drift: none (one image/engine release, or the error moved less than 10%)']), f'chart: {png} (and {svg.name})',
-                 *[l for x in df.attrs.get('left_out', []) for l in textwrap.wrap(f'left out: {x}', 120, subsequent_indent='  ', break_on_hyphens=False, break_long_words=False)]]
+                 f'point bands, published points alone and with the ledger ({basis}):', report.text_table(bt, drop=()),
+                 '',
+                 *(drift(df) or ['drift: none (one image/engine release, or the error moved less than 10%)']),
+                 f'chart: {png} (and {svg.name})',
+                 *[l for x in df.attrs.get('left_out', []) for l in textwrap.wrap(f'left out: {x}', 120,
+                                                                                  subsequent_indent='  ',
+                                                                                          break_on_hyphens=False,
+                break_long_words=False)]]
     return '\n'.join(parts + ([f'MLflow ledger run: {rid}'] if rid else []))

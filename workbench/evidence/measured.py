@@ -12,14 +12,18 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..base.core import WorkbenchError, content_hash
 from ..base.constants import DGD_KIND, LABEL_PREFIX, VARIANT_LABEL, WORKER_TYPES
-from ..domain.recipes import Recipe, PublishedPoint, load_recipe, _fmt_loc
+from ..domain.recipes import Recipe, PublishedPoint
+from ..domain.loading import load_recipe, _fmt_loc
 from ..domain.variants import Variant, recipe_variant, baseline, variant
 from ..domain.results import BenchResult, Metric, load_aiperf_export, export_field
 from ..targets.aiperf import result_from_export
 from ..targets.vllm.target import PROVENANCE, PROVENANCE_NOTE
 from ..tracking.runs import provenance_of
 from ..tracking import runs as tracking, naming as layout
+from ..tracking.query import study_runs
 from ..studies import reproduce
+from ..domain.metrics import COL_GPU_TPS, COL_TTFT, ITL, OUTPUT_TPS, TTFT, USER_TPS
+
 
 # %% auto #0
 __all__ = ['EXPORT', 'RUN_CONFIG', 'STAND_IN_POINTS', 'CSV_EXTRA', 'ImportSpec', 'variant_from_name', 'dgd_in', 'variant_of_dgd',
@@ -32,7 +36,8 @@ EXPORT, RUN_CONFIG = 'profile_export_aiperf.json', 'workbench-run.yaml'
 class ImportSpec(BaseModel):
     "What is known about measured runs beyond their files: given on the command line or in a `workbench-run.yaml`."
     model_config = ConfigDict(extra='forbid')
-    variant: str|None = None               # a variant name: 'recipe', 'baseline', 'cache.max_num_seqs=64', 'baseline+decode.cache.block_size=32'
+    # a variant name: 'recipe', 'baseline', 'cache.max_num_seqs=64', 'baseline+decode.cache.block_size=32'
+    variant: str|None = None
     topology: str|None = None
     concurrency: int|None = Field(None, ge=1)
     target: Literal['k8s', 'local']|None = None
@@ -43,7 +48,8 @@ class ImportSpec(BaseModel):
 
     def merged(self, other:'ImportSpec|None') -> 'ImportSpec':
         "This spec with the gaps filled from `other` (what this one states wins)."
-        return self if other is None else ImportSpec(**{**other.model_dump(exclude_none=True), **self.model_dump(exclude_none=True)})
+        return self if other is None else ImportSpec(**{**other.model_dump(exclude_none=True),
+                                                        **self.model_dump(exclude_none=True)})
 
 # %% ../../nbs/08_evidence/00_measured.ipynb #6c9a5bd8
 def _pairs(text:str) -> tuple[str, list[str]|None, dict]:
@@ -54,11 +60,14 @@ def _pairs(text:str) -> tuple[str, list[str]|None, dict]:
         bits = key.strip().split('.')
         if not eq or not bits[-1] or len(bits) > 3 or (len(bits) == 1 and bits[0] != 'topology'):
             raise WorkbenchError(f'{part!r} is not group.setting=value', 'read a variant name',
-                                 "name it like 'cache.max_num_seqs=64', 'decode.cache.block_size=32' or 'topology=disagg'")
+                                 "name it like 'cache.max_num_seqs=64', 'decode.cache.block_size=32' or "
+                                 "'topology=disagg'")
         groups.add('topology' if len(bits) == 1 else bits[-2]); roles.add(bits[0] if len(bits) == 3 else None)
         changes[bits[-1]] = yaml.safe_load(val)
-    if len(groups) > 1 or len(roles) > 1: raise WorkbenchError(f'{text!r} changes {sorted(groups)} on {sorted(map(str, roles))}', 'read a variant name',
-                                                               'a variant changes one setting group on one set of workers')
+    if len(groups) > 1 or len(roles) > 1: raise WorkbenchError(f'{text!r} changes {sorted(groups)} on '
+                                                               f'{sorted(map(str, roles))}', 'read a variant name',
+                                                               'a variant changes one setting group on one set of '
+                                                               'workers')
     role = roles.pop()
     return groups.pop(), role.split('/') if role else None, changes
 
@@ -67,7 +76,8 @@ def variant_from_name(recipe:Recipe, name:str, topology:str|None=None) -> Varian
     base, plus, rest = name.partition('+')
     if not plus or base not in ('recipe', 'baseline'):
         head, _, topo = name.partition('@')
-        if head in ('recipe', 'baseline'): return (recipe_variant if head == 'recipe' else baseline)(recipe, topo or topology)
+        if head in ('recipe', 'baseline'): return (recipe_variant if head == 'recipe' else baseline)(recipe, topo
+                or topology)
         base, rest = 'recipe', name
     parent = (recipe_variant if base == 'recipe' else baseline)(recipe, topology)
     group, roles, changes = _pairs(rest)
@@ -75,27 +85,32 @@ def variant_from_name(recipe:Recipe, name:str, topology:str|None=None) -> Varian
 
 # %% ../../nbs/08_evidence/00_measured.ipynb #eb74ac87
 def dgd_in(folder:Path) -> tuple[dict, str]|None:
-    "The first DynamoGraphDeployment in the YAML files of `folder`, with the text of its file (None when there is none)."
+    """The first DynamoGraphDeployment in the YAML files of `folder`, with the text of its file (None when there is
+    none)."""
     for p in sorted(folder.glob('*.y*ml')):
         try: docs = [d for d in yaml.safe_load_all(p.read_text()) if isinstance(d, dict)]
-        except yaml.YAMLError as e: raise WorkbenchError(f'{p} is not valid YAML ({str(e).splitlines()[0]})', 'read a manifest', 'fix or remove the file') from None
+        except yaml.YAMLError as e: raise WorkbenchError(f'{p} is not valid YAML ({str(e).splitlines()[0]})',
+                                                         'read a manifest', 'fix or remove the file') from None
         if dgd := next((d for d in docs if d.get('kind') == DGD_KIND), None): return dgd, p.read_text()
     return None
 
 def variant_of_dgd(recipe:Recipe, dgd:dict) -> tuple[Variant, list[str]]:
-    "The variant DGD `dgd` deploys (by the workbench's annotation, else by matching the recipe/baseline DGDs), and notes."
+    """The variant DGD `dgd` deploys (by the workbench's annotation, else by matching the recipe/baseline DGDs), and
+    notes."""
     from workbench.targets.k8s.manifests import render_dgd
     meta = dgd.get('metadata') or {}
     if name := (meta.get('annotations') or {}).get(f'{LABEL_PREFIX}/variant-name'):
         tops = [t for t, s in recipe.topologies.items() if s.dgd_name == meta.get('name')]
         v = variant_from_name(recipe, name, tops[0] if tops else None)
         want = (meta.get('labels') or {}).get(VARIANT_LABEL)
-        return v, [f"the manifest's variant hash {want} differs from today's {v.hash} (the recipe changed since)"] if want and want != v.hash else []
+        return (v, [f"the manifest's variant hash {want} differs from today's {v.hash} (the recipe changed since)"]
+                if want and want != v.hash else [])
     for t in recipe.topologies:
         for make in (recipe_variant, baseline):
             v = make(recipe, t)
             if render_dgd(v)['spec'] == dgd.get('spec'): return v, [f'matched the {v.name} manifest of {t}']
-    raise WorkbenchError(f"DGD {meta.get('name')!r} matches no recipe or baseline manifest of {recipe.id}", 'map a measured run to a variant',
+    raise WorkbenchError(f"DGD {meta.get('name')!r} matches no recipe or baseline manifest of {recipe.id}",
+                         'map a measured run to a variant',
                          "pass --variant (e.g. 'cache.max_num_seqs=64') and --topology")
 
 # %% ../../nbs/08_evidence/00_measured.ipynb #15cea394
@@ -103,7 +118,8 @@ def folder_context(folder:Path, levels:int=3) -> dict:
     "What `folder` and the folders above it say about its run: AIPerf command, local graph, run config, DGD manifest."
     out = {}
     for d in [folder, *list(folder.parents)[:levels]]:
-        if 'aiperf_command' not in out and (p := d/'aiperf_command.json').is_file(): out['aiperf_command'] = json.loads(p.read_text())
+        if 'aiperf_command' not in out and (p := d
+                /'aiperf_command.json').is_file(): out['aiperf_command'] = json.loads(p.read_text())
         if 'graph' not in out and (p := d/'graph.json').is_file(): out['graph'] = json.loads(p.read_text())
         if 'config' not in out and (p := d/RUN_CONFIG).is_file():
             try: out['config'] = ImportSpec(**(yaml.safe_load(p.read_text()) or {}))
@@ -116,7 +132,8 @@ def folder_context(folder:Path, levels:int=3) -> dict:
 def export_concurrency(d) -> int|None:
     "The concurrency of the profiling phase AIPerf recorded in its export (`input_config.phases`)."
     ic = export_field(d, 'input_config') or {}
-    return next((p.get('concurrency') for p in ic.get('phases', []) if p.get('kind') == 'profiling' and p.get('type') == 'concurrency'), None)
+    return next((p.get('concurrency') for p in ic.get('phases', []) if p.get('kind') == 'profiling'
+                 and p.get('type') == 'concurrency'), None)
 
 # %% ../../nbs/08_evidence/00_measured.ipynb #c727be95
 def _sha(path:Path) -> str: return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -130,13 +147,17 @@ def _variant(recipe:Recipe, spec:ImportSpec, ctx:dict, where:str) -> tuple[Varia
     "The variant a run maps to: explicit/config name, else the manifest, else a WorkbenchError."
     if spec.variant: return variant_from_name(recipe, spec.variant, spec.topology), []
     if 'dgd' in ctx: return variant_of_dgd(recipe, ctx['dgd'])
-    raise WorkbenchError(f'nothing says which variant of {recipe.id} {where} measured (no --variant, no {RUN_CONFIG}, no DGD manifest)',
-                         'map a measured run to a variant', "pass --variant (e.g. recipe, baseline, 'cache.max_num_seqs=64') and --topology")
+    raise WorkbenchError(f'nothing says which variant of {recipe.id} {where} measured (no --variant, no {RUN_CONFIG}, '
+                         'no DGD manifest)',
+                         'map a measured run to a variant',
+                         "pass --variant (e.g. recipe, baseline, 'cache.max_num_seqs=64') and --topology")
 
 def graph_provenance(graph:dict|None) -> str|None:
-    "The live vLLM target's provenance when local graph `graph` ran `dynamo.vllm` on vLLM's CPU build or dummy weights (None otherwise)."
+    """The live vLLM target's provenance when local graph `graph` ran `dynamo.vllm` on vLLM's CPU build or dummy weights
+    (None otherwise)."""
     if not graph or graph.get('engine') != 'vllm': return None
-    dummy = any(a == '--load-format' and b == 'dummy' for p in (graph.get('procs') or {}).values() for a, b in zip(p.get('cmd', []), p.get('cmd', [])[1:]))
+    dummy = any(a == '--load-format' and b == 'dummy' for p in (graph.get('procs') or {}).values() for a,
+                b in zip(p.get('cmd', []), p.get('cmd', [])[1:]))
     return PROVENANCE if graph.get('device') == 'cpu' or dummy else None
 
 def measured_point(recipe:Recipe, folder, spec:ImportSpec|None=None) -> tuple[BenchResult, Variant, dict]:
@@ -146,31 +167,38 @@ def measured_point(recipe:Recipe, folder, spec:ImportSpec|None=None) -> tuple[Be
     v, notes = _variant(recipe, spec, ctx, str(folder))
     d = load_aiperf_export(folder/EXPORT)
     c = spec.concurrency or export_concurrency(d)
-    if c is None: raise WorkbenchError(f'{folder/EXPORT} records no concurrency (a request-rate run?)', 'import a measured run', 'pass --concurrency')
+    if c is None: raise WorkbenchError(f'{folder/EXPORT} records no concurrency (a request-rate run?)',
+                                       'import a measured run', 'pass --concurrency')
     graph = ctx.get('graph')
     target = spec.target or ('local' if graph else 'k8s')
     engine = spec.engine or (graph or {}).get('engine') or 'vllm'
-    if not (spec.engine or graph): notes.append('engine vllm assumed (pass --engine mocker for a mocker/rehearsal graph)')
+    if not (spec.engine
+            or graph): notes.append('engine vllm assumed (pass --engine mocker for a mocker/rehearsal graph)')
     off = graph_provenance(graph) if engine == 'vllm' else None
     image = spec.image or (_worker_image(ctx['dgd']) if 'dgd' in ctx else None) or v.image
     served = (export_field(d, 'input_config') or {}).get('models', {}).get('items', [{}])[0].get('name')
-    if served and served != recipe.model.served_name: notes.append(f'AIPerf asked for model {served!r}, the recipe serves {recipe.model.served_name!r}')
+    if served and served != recipe.model.served_name: notes.append(f'AIPerf asked for model {served!r}, the recipe '
+                                                                   f'serves {recipe.model.served_name!r}')
     extra = {'group': v.group, 'image': image, 'engine_version': spec.engine_version, 'source': 'import',
              'measured_at': d.start_time.isoformat() if d.start_time else None}
     if cmd := ctx.get('aiperf_command'): extra['spec'] = reproduce.spec_from_command(cmd).model_dump()
     if off: extra['provenance'] = off
-    r = result_from_export(folder/EXPORT, model=recipe.id, variant=v.name, variant_hash=v.hash, topology=v.topology_name, target=target,
+    r = result_from_export(folder/EXPORT, model=recipe.id, variant=v.name, variant_hash=v.hash,
+                           topology=v.topology_name, target=target,
                            engine=engine, concurrency=c, total_gpus=spec.gpus or v.total_gpus, extra=extra,
                            notes=([PROVENANCE_NOTE] if off else []) + [f'imported from {folder}'] + notes)
-    src = {'kind': 'import', 'path': str(folder.resolve()), 'sha256': _sha(folder/EXPORT), 'aiperf_command': ctx.get('aiperf_command'),
+    src = {'kind': 'import', 'path': str(folder.resolve()), 'sha256': _sha(folder/EXPORT),
+           'aiperf_command': ctx.get('aiperf_command'),
            'graph': graph, 'manifests': ctx.get('manifests'), 'engine_version': spec.engine_version, 'image': image}
     return r, v, src
 
 # %% ../../nbs/08_evidence/00_measured.ipynb #ea2e3b9e
 STAND_IN_POINTS = {'recipe': [1, 2, 4, 8], 'baseline': [2, 8], 'cache.max_num_seqs=4': [8]}
 
-def stand_in_runs(model:str, out, *, prefill_x:float=1.6, decode_x:float=1.3, points:dict|None=None, isl:int=2048, osl:int=32) -> list[Path]:
-    "Artifact folders of live local mocker runs of `model` timed `prefill_x`/`decode_x` times slower than the sim's calibration."
+def stand_in_runs(model:str, out, *, prefill_x:float=1.6, decode_x:float=1.3, points:dict|None=None, isl:int=2048,
+                  osl:int=32) -> list[Path]:
+    """Artifact folders of live local mocker runs of `model` timed `prefill_x`/`decode_x` times slower than the sim's
+    calibration."""
     from workbench.targets.local import LocalGraph, LocalTarget, run_points
     from workbench.targets.sim import SimTarget
     from workbench.targets.modelfolder import local_model
@@ -178,19 +206,25 @@ def stand_in_runs(model:str, out, *, prefill_x:float=1.6, decode_x:float=1.3, po
     from workbench.targets.aiperf import AIPerfSpec
     from workbench.sim.recipe import sim_versions
     rec, out, made = load_recipe(model), Path(out), []
-    spec, p = AIPerfSpec(isl=isl, osl=osl, request_timeout_s=600), SimTarget(progress=False).pricing(recipe_variant(rec))[0]
+    spec, p = AIPerfSpec(isl=isl, osl=osl,
+                         request_timeout_s=600), SimTarget(progress=False).pricing(recipe_variant(rec))[0]
     f = p.factors
     slow = p.model_copy(update={'factors': Factors(prefill=f.prefill*prefill_x, decode=f.decode*decode_x)})
     out.mkdir(parents=True, exist_ok=True)
-    (out/'stand_in.json').write_text(json.dumps({'model': model, 'prefill_x': prefill_x, 'decode_x': decode_x, 'calibrated': f.model_dump(),
-                                                 'factors': slow.factors.model_dump(), 'pricing': slow.model_dump(), 'sim_versions': sim_versions(), 'points': points or STAND_IN_POINTS}, indent=1))
+    (out/'stand_in.json').write_text(json.dumps({'model': model, 'prefill_x': prefill_x, 'decode_x': decode_x,
+                                                 'calibrated': f.model_dump(),
+                                                 'factors': slow.factors.model_dump(), 'pricing': slow.model_dump(),
+                                                 'sim_versions': sim_versions(), 'points': points or STAND_IN_POINTS},
+                                                indent=1))
     for name, concs in (points or STAND_IN_POINTS).items():
         v = variant_from_name(rec, name)
         ws, router, _, _ = LocalTarget(progress=False).plan(v, slow)
         folder = out/name.replace('/', '_'); folder.mkdir(parents=True, exist_ok=True)
-        with LocalGraph(ws, router_mode=router, model=local_model(max_len=reproduce.local_max_len(v, spec)), ready_timeout_s=300) as g:
+        with LocalGraph(ws, router_mode=router, model=local_model(max_len=reproduce.local_max_len(v, spec)),
+                        ready_timeout_s=300) as g:
             for c in concs:
-                run_points(g, spec.at(c, request_count=max(8, 2*c), random_seed=100 + c), model=rec.id, variant=v.name, variant_hash=v.hash,
+                run_points(g, spec.at(c, request_count=max(8, 2*c), random_seed=100 + c), model=rec.id, variant=v.name,
+                           variant_hash=v.hash,
                            smoke=c == concs[0], progress=False)
                 (dst := folder/'points'/f'c{c}').mkdir(parents=True, exist_ok=True)
                 for fn in (EXPORT, 'aiperf_command.json'): shutil.copy(g.run_dir/'points'/f'c{c}'/fn, dst/fn)
@@ -202,7 +236,8 @@ def stand_in_runs(model:str, out, *, prefill_x:float=1.6, decode_x:float=1.3, po
 # %% ../../nbs/08_evidence/00_measured.ipynb #815dc8f5
 def vllm_cpu_runs(model:str, out, *, variant_name:str='recipe', topology:str='agg', concurrency:int=2, requests:int=16,
                   osl:int=16, isl:int=256) -> list[Path]:
-    "An artifact folder of one live local point of `model`'s `variant_name` on vLLM's CPU build (generated model, dummy weights)."
+    """An artifact folder of one live local point of `model`'s `variant_name` on vLLM's CPU build (generated model,
+    dummy weights)."""
     from workbench.targets.local import run_points
     from workbench.targets.vllm.target import VllmTarget, VllmGraph
     rec, out = load_recipe(model), Path(out)
@@ -211,15 +246,18 @@ def vllm_cpu_runs(model:str, out, *, variant_name:str='recipe', topology:str='ag
     t.preflight()
     ws, envs, router, spec, notes, m = t.engine_plan(v)
     folder = out/v.name.replace('/', '_'); (dst := folder/'points'/f'c{concurrency}').mkdir(parents=True, exist_ok=True)
-    with VllmGraph(ws, router_mode=router, model=m, ready_timeout_s=t.ready_timeout_s, device='cpu', kv_cache_gib=t.kv_cache_gib,
+    with VllmGraph(ws, router_mode=router, model=m, ready_timeout_s=t.ready_timeout_s, device='cpu',
+                   kv_cache_gib=t.kv_cache_gib,
                    worker_env=envs) as g:
-        run_points(g, spec.at(concurrency, request_count=requests, warmup_request_count=min(2, concurrency)), model=rec.id,
+        run_points(g, spec.at(concurrency, request_count=requests, warmup_request_count=min(2, concurrency)),
+                   model=rec.id,
                    variant=v.name, variant_hash=v.hash, progress=False)
         for fn in (EXPORT, 'aiperf_command.json'): shutil.copy(g.run_dir/'points'/f'c{concurrency}'/fn, dst/fn)
         shutil.copy(g.run_dir/'graph.json', folder/'graph.json')
         ready = g.ready_s
     (folder/RUN_CONFIG).write_text(yaml.safe_dump({'variant': v.name, 'topology': v.topology_name}))
-    (folder/'engine.json').write_text(json.dumps({'provenance': PROVENANCE, 'engine_stack': t.engine_stack, 'device': 'cpu',
+    (folder/'engine.json').write_text(json.dumps({'provenance': PROVENANCE, 'engine_stack': t.engine_stack,
+                                                  'device': 'cpu',
                                                   'engine_ready_s': ready, 'notes': notes}, indent=1))
     return [dst]
 
@@ -228,35 +266,44 @@ CSV_EXTRA = ('variant', 'image', 'engine_version')
 
 def _csv_metrics(p:PublishedPoint) -> dict[str, Metric]:
     "AIPerf metrics of a published-layout row (the E2E per-user speed has no AIPerf metric: it is kept in the notes)."
-    ms = {'output_token_throughput': Metric(unit='tokens/sec', avg=p.output_tok_s_per_gpu*p.gpus)}
-    if p.ttft_p50_ms: ms['time_to_first_token'] = Metric(unit='ms', p50=p.ttft_p50_ms)
-    if p.itl_p50_ms: ms['inter_token_latency'] = Metric(unit='ms', p50=p.itl_p50_ms)
+    ms = {OUTPUT_TPS: Metric(unit='tokens/sec', avg=p.output_tok_s_per_gpu*p.gpus)}
+    if p.ttft_p50_ms: ms[TTFT] = Metric(unit='ms', p50=p.ttft_p50_ms)
+    if p.itl_p50_ms: ms[ITL] = Metric(unit='ms', p50=p.itl_p50_ms)
     if p.user_tok_s and p.user_speed_stat in ('p50', 'avg'):
-        ms['output_token_throughput_per_user'] = Metric(unit='tokens/sec/user', **{p.user_speed_stat: p.user_tok_s})
+        ms[USER_TPS] = Metric(unit='tokens/sec/user', **{p.user_speed_stat: p.user_tok_s})
     return ms
 
 def csv_points(recipe:Recipe, path, spec:ImportSpec|None=None) -> list[tuple[BenchResult, Variant, dict]]:
-    "Every row of a results CSV in the published layout as a measured result of `recipe`'s variant, with its source record."
+    """Every row of a results CSV in the published layout as a measured result of `recipe`'s variant, with its source
+    record."""
     path, spec, out = Path(path), spec or ImportSpec(), []
     with open(path, newline='') as f: rows = list(csv.DictReader(f))
-    if not rows: raise WorkbenchError(f'{path} has no rows', 'import a results CSV', f'write a header ({", ".join(PublishedPoint.model_fields)}) and one row per point')
+    if not rows: raise WorkbenchError(f'{path} has no rows', 'import a results CSV',
+            f'write a header ({", ".join(PublishedPoint.model_fields)}) and one row per point')
     for i, row in enumerate(rows, 2):
         row = {k.strip(): (x.strip() or None) for k, x in row.items() if k}
         more = {k: row.pop(k, None) for k in CSV_EXTRA}
         try: p = PublishedPoint(**{k: x for k, x in row.items() if x is not None})
         except ValidationError as e:
-            raise WorkbenchError('; '.join(f"{path}:{i}: {_fmt_loc(x['loc'])} = {x.get('input')!r}: {x['msg']}" for x in e.errors()),
-                                 'import a results CSV', 'write the columns of a recipe\'s published: entries (recipes/README.md)') from None
+            raise WorkbenchError('; '.join(f"{path}:{i}: {_fmt_loc(x['loc'])} = {x.get('input')!r}: {x['msg']}"
+                                           for x in e.errors()),
+                                 'import a results CSV',
+                                 'write the columns of a recipe\'s published: entries (recipes/README.md)') from None
         if p.concurrency is None: raise WorkbenchError(f'{path}:{i} has no concurrency', 'import a results CSV',
-                                                       'give the concurrency of each point (SLA-constrained maxima are not imported)')
+                                                       'give the concurrency of each point (SLA-constrained maxima are '
+                                                       'not imported)')
         v = variant_from_name(recipe, more['variant'] or spec.variant or p.label, p.topology)
-        r = BenchResult(model=recipe.id, variant=v.name, variant_hash=v.hash, topology=v.topology_name, target=spec.target or 'k8s',
-                        engine=spec.engine or 'vllm', concurrency=p.concurrency, total_gpus=p.gpus, metrics=_csv_metrics(p),
+        r = BenchResult(model=recipe.id, variant=v.name, variant_hash=v.hash, topology=v.topology_name,
+                        target=spec.target or 'k8s',
+                        engine=spec.engine or 'vllm', concurrency=p.concurrency, total_gpus=p.gpus,
+                        metrics=_csv_metrics(p),
                         notes=[f'imported from {path}:{i} ({p.source})'] + ([p.notes] if p.notes else []) +
-                              ([f'E2E per-user speed {p.user_tok_s:g} tok/s not mapped to an AIPerf metric'] if p.user_speed_stat == 'e2e' else []),
+                              ([f'E2E per-user speed {p.user_tok_s:g} tok/s not mapped to an AIPerf metric']
+                               if p.user_speed_stat == 'e2e' else []),
                         extra={'group': v.group, 'image': more['image'] or spec.image or v.image, 'source': 'import',
                                'engine_version': more['engine_version'] or spec.engine_version})
-        out.append((r, v, {'kind': 'import', 'path': str(path.resolve()), 'row': i, 'sha256': _sha(path), 'image': r.extra['image'],
+        out.append((r, v, {'kind': 'import', 'path': str(path.resolve()), 'row': i, 'sha256': _sha(path),
+                           'image': r.extra['image'],
                            'engine_version': r.extra['engine_version']}))
     return out
 
@@ -265,46 +312,59 @@ def find_runs(paths) -> list[Path]:
     "The AIPerf artifact folders (holding profile_export_aiperf.json) and results CSV files under `paths`."
     out = []
     for p in map(Path, paths):
-        if not p.exists(): raise WorkbenchError(f'{p} does not exist', 'import measured runs', 'pass AIPerf artifact folders or results CSV files')
+        if not p.exists(): raise WorkbenchError(f'{p} does not exist', 'import measured runs',
+                                                'pass AIPerf artifact folders or results CSV files')
         if p.is_file() and p.suffix == '.csv' and p.name != 'profile_export_aiperf.csv': out.append(p)
         elif p.is_file() and p.name == EXPORT: out.append(p.parent)
         elif p.is_dir() and (found := sorted({q.parent for q in p.rglob(EXPORT)})): out += found
         else: raise WorkbenchError(f'{p} holds no {EXPORT} and is not a results CSV', 'import measured runs',
-                                   'pass the folder AIPerf wrote (--artifact-dir) or a CSV in the recipes\' published layout')
+                                   'pass the folder AIPerf wrote (--artifact-dir) or a CSV in the recipes\' published '
+                                   'layout')
     return list(dict.fromkeys(out))
 
 def read_runs(model:str, paths, spec:ImportSpec|None=None) -> list[tuple[BenchResult, Variant, dict]]:
     "Every measured run under `paths` as (result, variant, source), read and mapped (nothing logged)."
     recipe = load_recipe(model)
-    return [x for p in find_runs(paths) for x in (csv_points(recipe, p, spec) if p.is_file() else [measured_point(recipe, p, spec)])]
+    return [x for p in find_runs(paths)
+            for x in (csv_points(recipe, p, spec) if p.is_file() else [measured_point(recipe, p, spec)])]
 
 # %% ../../nbs/08_evidence/00_measured.ipynb #6f6c0ad3
 def _log(s, recipe:Recipe, r:BenchResult, v:Variant, *, src:dict) -> tuple[str, bool]:
     "Log one imported point under import run `s` (unless logged before); returns its run id and whether it is new."
-    key = tracking.point_key(model=recipe.id, variant_hash=v.hash, target=r.target, concurrency=r.concurrency, sha256=src['sha256'], row=src.get('row'))
+    key = tracking.point_key(model=recipe.id, variant_hash=v.hash, target=r.target, concurrency=r.concurrency,
+                             sha256=src['sha256'], row=src.get('row'))
     if (old := tracking.find_point(recipe.id, key, tracking_uri=s.uri)) is not None: return old.info.run_id, False
     group = v.group or v.base
     folder = Path(src['path']) if 'row' not in src else None
-    exports = [f for f in ([folder/EXPORT, folder/'aiperf_command.json'] if folder else [Path(src['path'])]) if f.is_file()]
-    params = {**layout.point_params(v, r.concurrency, group=group, changes=v.changes), 'import.path': src['path'], 'import.sha256': src['sha256']}
-    rid = tracking.log_point(s, r, recipe.sla, settings=v.settings(), group=group, key=key, recipe_version=recipe.recipe_version, image=src['image'],
+    exports = [f for f in ([folder/EXPORT, folder/'aiperf_command.json'] if folder else [Path(src['path'])])
+               if f.is_file()]
+    params = {**layout.point_params(v, r.concurrency, group=group, changes=v.changes), 'import.path': src['path'],
+              'import.sha256': src['sha256']}
+    rid = tracking.log_point(s, r, recipe.sla, settings=v.settings(), group=group, key=key,
+                             recipe_version=recipe.recipe_version, image=src['image'],
                              label=layout.label(group, v.changes, v.name), params=params, exports=exports,
-                             bundle=reproduce.point_bundle(v, r, r.target, study=s.study, manifests=src.get('manifests'), source=src))
-    tracking.log_batch(s.client, rid, tags={'workbench.source': 'import', 'workbench.engine_version': src.get('engine_version') or 'unknown'})
+                             bundle=reproduce.point_bundle(v, r, r.target, study=s.study,
+                                                           manifests=src.get('manifests'), source=src))
+    tracking.log_batch(s.client, rid, tags={'workbench.source': 'import',
+                                            'workbench.engine_version': src.get('engine_version') or 'unknown'})
     return rid, True
 
 def import_runs(model:str, paths, spec:ImportSpec|None=None, *, tracking_uri:str|None=None) -> pd.DataFrame:
-    "Import the measured runs under `paths` into `model`'s MLflow experiment; one row per point (run id, variant, numbers, new or not)."
+    """Import the measured runs under `paths` into `model`'s MLflow experiment; one row per point (run id, variant,
+    numbers, new or not)."""
     items = read_runs(model, paths, spec)
     recipe = load_recipe(model)
     study = f'{model}-import-{content_hash(sorted(src["sha256"] + str(src.get("row", "")) for _, _, src in items), 8)}'
     rows = []
-    with tracking.study_run(model, study, params={'source': 'import', 'files': sorted({src['path'] for _, _, src in items})},
+    with tracking.study_run(model, study, params={'source': 'import', 'files': sorted({src['path'] for _, _,
+            src in items})},
                             tracking_uri=tracking_uri, tags={'workbench.target': 'import'}) as s:
         for r, v, src in items:
             rid, new = _log(s, recipe, r, v, src=src)
-            rows.append({'run_id': rid, 'variant': v.name, 'group': v.group or v.base, 'concurrency': r.concurrency, 'target': r.target,
-                         'engine': r.engine, 'provenance': provenance_of(r), 'output_tok_s_per_gpu': r.output_tok_s_per_gpu,
-                         'ttft_p50_ms': r.value('time_to_first_token', 'p50'), 'itl_p50_ms': r.value('inter_token_latency', 'p50'),
-                         'status': 'imported' if new else 'imported before', 'source': src['path'] + (f':{src["row"]}' if 'row' in src else '')})
+            rows.append({'run_id': rid, 'variant': v.name, 'group': v.group or v.base, 'concurrency': r.concurrency,
+                         'target': r.target,
+                         'engine': r.engine, 'provenance': provenance_of(r), COL_GPU_TPS: r.output_tok_s_per_gpu,
+                         COL_TTFT: r.value(TTFT, 'p50'), 'itl_p50_ms': r.value(ITL, 'p50'),
+                         'status': 'imported' if new else 'imported before',
+                         'source': src['path'] + (f':{src["row"]}' if 'row' in src else '')})
     return pd.DataFrame(rows).assign(study=study)

@@ -15,6 +15,8 @@ from ..tracking.runs import log_batch, log_section
 from ..sim.engine import ROUTERS, SimWorkload, engine_args, simulate
 from ..sim.recipe import variant_setup
 from ..targets.sim import SimTarget
+from ..domain.metrics import COL_TTFT, REQUEST_THROUGHPUT
+
 
 # %% auto #0
 __all__ = ['PLANNER_IMPORTS', 'planner_status', 'planner_stubs', 'ramp_trace', 'SLAScaler', 'autoscale_run', 'autoscale_compare',
@@ -24,24 +26,28 @@ __all__ = ['PLANNER_IMPORTS', 'planner_status', 'planner_stubs', 'ramp_trace', '
 PLANNER_IMPORTS = {'aisimulate': 'AISimulate (placeholder wheel on PyPI; the real one is only on NVIDIA\'s index)',
                    'aisimulate_core': 'AISimulate core: the Planner\'s forward-pass perf model (SLA mode)',
                    'prometheus_api_client': 'live Prometheus pulling (unused in replay)',
-                   'pmdarima': 'ARIMA load predictor', 'filterpy': 'Kalman load predictor', 'prophet': 'Prophet load predictor'}
+                   'pmdarima': 'ARIMA load predictor', 'filterpy': 'Kalman load predictor',
+                   'prophet': 'Prophet load predictor'}
 
 def planner_status() -> dict:
     "Which modules the Planner-in-replay path imports are missing, and which Planner modes can run here."
-    stub = lambda m: type(sys.modules.get(m)).__name__ == '_StubModule'     # a stub left by `planner_stubs` is not the package
+    # a stub left by `planner_stubs` is not the package
+    stub = lambda m: type(sys.modules.get(m)).__name__ == '_StubModule'
     missing = {m: why for m, why in PLANNER_IMPORTS.items() if stub(m) or importlib.util.find_spec(m) is None}
     sla_ok = not ({'aisimulate', 'aisimulate_core'} & set(missing))
     return {'missing': missing, 'planner_replay_unmodified': not missing,
             'load_based_with_stubs': True, 'sla_mode': sla_ok,
             'reason': ('' if not missing else
                        f'missing modules {sorted(missing)}: dynamo.replay.planner cannot be imported unchanged. '
-                       + ('' if sla_ok else "The Planner's SLA mode (optimization_target='sla') needs AISimulate's perf model and cannot run; ")
+                       + ('' if sla_ok else "The Planner's SLA mode (optimization_target='sla') needs AISimulate's "
+                                            "perf model and cannot run; ")
                        + "its load-based modes ('latency', 'throughput') run with import stubs (see `planner_stubs`).")}
 
 # %% ../../nbs/08_evidence/03_planner.ipynb #49732792
 class _Stubbed:
     "Any use of a stubbed module's attribute raises ImportError."
-    def __init__(self, *a, **k): raise ImportError(f'{type(self).__module__}.{type(self).__name__} is a workbench import stub: the real package is not installed')
+    def __init__(self, *a, **k): raise ImportError(f'{type(self).__module__}.{type(self).__name__} is a workbench '
+                                                   'import stub: the real package is not installed')
     def __class_getitem__(cls, k): return cls
 
 class _StubModule(types.ModuleType):
@@ -68,12 +74,14 @@ def planner_stubs():
     finally: sys.meta_path.remove(f)
 
 # %% ../../nbs/08_evidence/03_planner.ipynb #502589f2
-def ramp_trace(phases:list[tuple[float, float]], *, isl_mean:int=8192, osl_mean:int=1024, isl_cv:float=0.0, osl_cv:float=0.0,
+def ramp_trace(phases:list[tuple[float, float]], *, isl_mean:int=8192, osl_mean:int=1024, isl_cv:float=0.0,
+               osl_cv:float=0.0,
                prefix_ratio:float=0.0, num_prefixes:int=0, max_isl:int=262144, block_size:int=512, seed:int=42) -> Path:
     "A Mooncake trace with Poisson arrivals at rate r_i (req/s) for d_i seconds per phase (cached by content)."
     if not phases or any(r < 0 or d <= 0 for r, d in phases):
         raise WorkbenchError(f'phases {phases}', 'build ramp trace', 'give (rate req/s >= 0, duration s > 0) pairs')
-    args = dict(phases=[list(map(float, p)) for p in phases], isl_mean=isl_mean, osl_mean=osl_mean, isl_cv=isl_cv, osl_cv=osl_cv,
+    args = dict(phases=[list(map(float, p)) for p in phases], isl_mean=isl_mean, osl_mean=osl_mean, isl_cv=isl_cv,
+                osl_cv=osl_cv,
                 prefix_ratio=prefix_ratio, num_prefixes=num_prefixes, max_isl=max_isl, block_size=block_size, seed=seed)
     d = runs_dir()/'cache'/'traces'; d.mkdir(parents=True, exist_ok=True)
     out = d/f'ramp-{content_hash(args)}.jsonl'
@@ -101,11 +109,14 @@ def ramp_trace(phases:list[tuple[float, float]], *, isl_mean:int=8192, osl_mean:
 # %% ../../nbs/08_evidence/03_planner.ipynb #28330a28
 class SLAScaler:
     "Workbench reactive SLA policy for the replay engine's scaling hook (aggregated pools)."
-    def __init__(self, sla:SLA, *, min_replicas:int=1, max_replicas:int=4, interval_s:float=30.0, up:float=0.6, down:float=0.3,
+    def __init__(self, sla:SLA, *, min_replicas:int=1, max_replicas:int=4, interval_s:float=30.0, up:float=0.6,
+                 down:float=0.3,
                  cooldown_s:float=120.0):
         if not 1 <= min_replicas <= max_replicas:
-            raise WorkbenchError(f'min_replicas={min_replicas}, max_replicas={max_replicas}', 'build SLA scaler', 'use 1 <= min <= max')
-        self.sla, self.min, self.max, self.interval_s, self.up, self.down, self.cooldown_s = sla, min_replicas, max_replicas, interval_s, up, down, cooldown_s
+            raise WorkbenchError(f'min_replicas={min_replicas}, max_replicas={max_replicas}', 'build SLA scaler',
+                                 'use 1 <= min <= max')
+        self.sla, self.min, self.max, self.interval_s, self.up, self.down, self.cooldown_s = (sla, min_replicas,
+                max_replicas, interval_s, up, down, cooldown_s)
         self.events: list[dict] = []; self._calm_since = None
     def initial_tick_ms(self) -> float: return self.interval_s*1000
     def on_tick(self, snap:dict) -> dict:
@@ -121,9 +132,11 @@ class SLAScaler:
             self._calm_since = self._calm_since if self._calm_since is not None else now
             if now - self._calm_since >= self.cooldown_s*1000: target, self._calm_since = cur - 1, None
         else: self._calm_since = None
-        if target != cur: self.events.append({'at_s': now/1000, 'component': 'agg', 'from_count': cur, 'to_count': target,
+        if target != cur: self.events.append({'at_s': now/1000, 'component': 'agg', 'from_count': cur,
+                                              'to_count': target,
                                               'reason': 'scale_up' if target > cur else 'scale_down'})
-        return {'target_prefill': None, 'target_decode': target if target != cur else None, 'next_tick_ms': now + self.interval_s*1000}
+        return {'target_prefill': None, 'target_decode': target if target != cur else None,
+                'next_tick_ms': now + self.interval_s*1000}
 
 # %% ../../nbs/08_evidence/03_planner.ipynb #7c68d71b
 def _violations(per_request:list[dict], sla:SLA, window_s:float=60.0) -> dict:
@@ -133,39 +146,50 @@ def _violations(per_request:list[dict], sla:SLA, window_s:float=60.0) -> dict:
     v = [bool(bad(r['ttft_ms'], r.get('itl_ms'))) for r in done]
     wins = {}
     for r in done: wins.setdefault(int(r['arrival_time_ms']//(window_s*1000)), []).append(r)
-    wv = [bool(bad(np.median([r['ttft_ms'] for r in rs]), np.median([r.get('itl_ms') or 0 for r in rs]))) for rs in wins.values()]
+    wv = [bool(bad(np.median([r['ttft_ms'] for r in rs]), np.median([r.get('itl_ms') or 0 for r in rs])))
+          for rs in wins.values()]
     return {'requests': len(per_request), 'completed': len(done), 'violating_requests': int(sum(v)),
             'violation_share': float(np.mean(v)) if v else None, 'windows': len(wv), 'violating_windows': int(sum(wv)),
             'window_violation_share': float(np.mean(wv)) if wv else None,
-            'ttft_p50_ms': float(np.median([r['ttft_ms'] for r in done])) if done else None,
+            COL_TTFT: float(np.median([r['ttft_ms'] for r in done])) if done else None,
             'ttft_p90_ms': float(np.percentile([r['ttft_ms'] for r in done], 90)) if done else None}
 
 def _in_thread(fn, *args, **kw):
-    "`fn(*args, **kw)` in a fresh thread: the Planner's replay adapter runs its own asyncio loop, refused inside Jupyter's running loop."
+    """`fn(*args, **kw)` in a fresh thread: the Planner's replay adapter runs its own asyncio loop, refused inside
+    Jupyter's running loop."""
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(1) as ex: return ex.submit(fn, *args, **kw).result()
 
-def autoscale_run(setup, trace, sla:SLA, *, policy:str='fixed', replicas:int|None=None, min_replicas:int=1, max_replicas:int=4,
-                  startup_s:float=300.0, optimization_target:str='latency', pricing=None, scaler_kw:dict|None=None) -> dict:
-    "Replay `trace` on `setup`'s aggregated pool under `policy` ('fixed', 'planner', 'sla'); SLA violations, GPU-hours, scaling events."
+def autoscale_run(setup, trace, sla:SLA, *, policy:str='fixed', replicas:int|None=None, min_replicas:int=1,
+                  max_replicas:int=4,
+                  startup_s:float=300.0, optimization_target:str='latency', pricing=None,
+                  scaler_kw:dict|None=None) -> dict:
+    """Replay `trace` on `setup`'s aggregated pool under `policy` ('fixed', 'planner', 'sla'); SLA violations,
+    GPU-hours, scaling events."""
     os.environ.setdefault('DYN_LOG', 'error')
     from dynamo.replay import run_trace_replay
-    if setup.disaggregated: raise WorkbenchError('a disaggregated setup', 'autoscale run', 'use an aggregated setup (one pool)')
-    if policy not in ('fixed', 'planner', 'sla'): raise WorkbenchError(f'policy {policy!r}', 'autoscale run', "use 'fixed', 'planner' or 'sla'")
+    if setup.disaggregated: raise WorkbenchError('a disaggregated setup', 'autoscale run',
+                                                 'use an aggregated setup (one pool)')
+    if policy not in ('fixed', 'planner', 'sla'): raise WorkbenchError(f'policy {policy!r}', 'autoscale run',
+                                                                       "use 'fixed', 'planner' or 'sla'")
     w = setup.pool('agg'); gpw = w.tp*w.dp
     args = engine_args(setup, w, pricing)
-    args['startup_time'] = float(startup_s)          # engine_args already carries tensor_parallel_size (GPUs per worker)
+    # engine_args already carries tensor_parallel_size (GPUs per worker)
+    args['startup_time'] = float(startup_s)
     n0 = replicas or (w.replicas if policy == 'fixed' else min_replicas)
     kw = dict(extra_engine_args=args, num_workers=n0, router_mode=ROUTERS[setup.router], capture_per_request=True,
               trace_block_size=512, sla_ttft_ms=sla.max_ttft_ms, sla_itl_ms=1000/sla.min_output_tok_s_per_user)
     events, label, reasons = [], f'fixed {n0}x', {}
     try:
         if policy == 'planner':
-            cfg = {'mode': 'agg', 'backend': 'vllm', 'optimization_target': optimization_target, 'min_endpoint': min_replicas,
+            cfg = {'mode': 'agg', 'backend': 'vllm', 'optimization_target': optimization_target,
+                   'min_endpoint': min_replicas,
                    'max_gpu_budget': max_replicas*gpw, 'load_predictor': 'constant', 'ttft_ms': sla.max_ttft_ms,
                    'itl_ms': 1000/sla.min_output_tok_s_per_user}
-            with planner_stubs(), tempfile.TemporaryDirectory() as tmp:   # the Planner writes an HTML report there; we keep the decisions
-                rep = _in_thread(run_trace_replay, str(trace), planner_config={**cfg, 'report_output_dir': tmp}, capture_planner_details=True, **kw)
+            # the Planner writes an HTML report there; we keep the decisions
+            with planner_stubs(), tempfile.TemporaryDirectory() as tmp:
+                rep = _in_thread(run_trace_replay, str(trace), planner_config={**cfg, 'report_output_dir': tmp},
+                                 capture_planner_details=True, **kw)
             events = [e if isinstance(e, dict) else vars(e) for e in rep.planner.scaling_events]
             for t in rep.planner.ticks:
                 why = ((t.get('effects') or {}).get('diagnostics') or {}).get('load_decision_reason') or 'none'
@@ -178,7 +202,8 @@ def autoscale_run(setup, trace, sla:SLA, *, policy:str='fixed', replicas:int|Non
                 from dynamo.replay.api import _materialize_offline_report
                 pol = SLAScaler(sla, min_replicas=min_replicas, max_replicas=max_replicas, **(scaler_kw or {}))
                 nat = run_mocker_trace_replay([str(trace)], replay_mode='offline', scaling_policy=pol, **kw)
-                rep = _materialize_offline_report(nat, planner=None); events = pol.events; label = 'workbench SLA scaler'
+                rep = _materialize_offline_report(nat, planner=None); events = pol.events
+                label = 'workbench SLA scaler'
             else: rep = run_trace_replay(str(trace), **kw)
     except (ValueError, RuntimeError, ImportError) as e:
         raise WorkbenchError(f'the replay engine refused the {policy} run of {setup.model}: {e}', 'autoscale run',
@@ -195,8 +220,10 @@ def autoscale_run(setup, trace, sla:SLA, *, policy:str='fixed', replicas:int|Non
 
 # %% ../../nbs/08_evidence/03_planner.ipynb #78358789
 def autoscale_compare(setup, trace, sla:SLA, *, min_replicas:int=1, max_replicas:int=3, startup_s:float=300.0,
-                      planner_targets=('latency', 'throughput'), scaler_kw:dict|None=None, pricing=None, progress:bool=True) -> pd.DataFrame:
-    "Fixed min/max pools, Dynamo's Planner (load-based targets) and the workbench SLA policy on one trace: violations and GPU-hours."
+                      planner_targets=('latency', 'throughput'), scaler_kw:dict|None=None, pricing=None,
+                      progress:bool=True) -> pd.DataFrame:
+    """Fixed min/max pools, Dynamo's Planner (load-based targets) and the workbench SLA policy on one trace: violations
+    and GPU-hours."""
     from tqdm.auto import tqdm
     jobs = [('fixed', dict(replicas=min_replicas)), ('fixed', dict(replicas=max_replicas))]
     jobs += [('planner', dict(optimization_target=t)) for t in planner_targets] + [('sla', dict(scaler_kw=scaler_kw))]
@@ -207,43 +234,58 @@ def autoscale_compare(setup, trace, sla:SLA, *, min_replicas:int=1, max_replicas
     df = pd.DataFrame(rows).drop(columns=['events'])
     df['planner_decisions'] = [', '.join(f'{k}: {v}' for k, v in d.items()) for d in df.planner_decisions]
     for n, ref in (('min', df.iloc[0]), ('max', df.iloc[1])):
-        df[f'violations_vs_fixed_{n}'] = [None if not ref.violating_requests else r/ref.violating_requests - 1 for r in df.violating_requests]
+        df[f'violations_vs_fixed_{n}'] = [None if not ref.violating_requests else r/ref.violating_requests - 1
+                                          for r in df.violating_requests]
         df[f'gpu_hours_vs_fixed_{n}'] = df.gpu_hours/ref.gpu_hours - 1
     df['provenance'] = 'simulated'
     return df
 
 # %% ../../nbs/08_evidence/03_planner.ipynb #0ea04d33
-def planner_section(model:str, *, requests:int=120, peak:float=2.5, max_replicas:int=3, phase_s:float=120.0, startup_s:float=30.0,
-                    planner_targets=('latency',), scaler_kw:dict|None=None, calibrate:bool=True, client=None, run_id:str|None=None,
+def planner_section(model:str, *, requests:int=120, peak:float=2.5, max_replicas:int=3, phase_s:float=120.0,
+                    startup_s:float=30.0,
+                    planner_targets=('latency',), scaler_kw:dict|None=None, calibrate:bool=True, client=None,
+                    run_id:str|None=None,
                     progress:bool=False) -> pd.DataFrame:
-    "Autoscaling on the sim for `model`'s recipe: fixed pools vs Dynamo's Planner vs the SLA policy on a load ramp; logged when a client is given."
+    """Autoscaling on the sim for `model`'s recipe: fixed pools vs Dynamo's Planner vs the SLA policy on a load ramp;
+    logged when a client is given."""
     v = recipe_variant(model); sla = v.recipe.sla
     st, _ = variant_setup(v, requests=requests)
-    if st.disaggregated: raise WorkbenchError(f'{model} default topology {v.topology_name} is disaggregated', 'planner section',
+    if st.disaggregated: raise WorkbenchError(f'{model} default topology {v.topology_name} is disaggregated',
+                                              'planner section',
                                               'run the autoscaling section on an aggregated topology')
-    st = st.model_copy(update={'workload': SimWorkload(isl_mean=8192, osl_mean=1024, isl_cv=0.5, osl_cv=0.3, requests=requests)})
+    st = st.model_copy(update={'workload': SimWorkload(isl_mean=8192, osl_mean=1024, isl_cv=0.5, osl_cv=0.3,
+                                                       requests=requests)})
     c = v.recipe.benchmarks[v.topology_name].concurrency[0]
     p, src = SimTarget(progress=False).pricing(v) if calibrate else (None, 'uncalibrated')
-    cap = simulate(st, c, pricing=p, telemetry_ms=None).value('request_throughput')
-    trace = ramp_trace([(0.5*cap, phase_s), (peak*cap, phase_s), (0.5*cap, phase_s)], isl_mean=8192, osl_mean=1024, isl_cv=0.5, osl_cv=0.3, seed=7)
+    cap = simulate(st, c, pricing=p, telemetry_ms=None).value(REQUEST_THROUGHPUT)
+    trace = ramp_trace([(0.5*cap, phase_s), (peak*cap, phase_s), (0.5*cap, phase_s)], isl_mean=8192, osl_mean=1024,
+                       isl_cv=0.5, osl_cv=0.3, seed=7)
     scaler_kw = scaler_kw or {'interval_s': 10, 'cooldown_s': 30}
-    df = autoscale_compare(st, trace, sla, max_replicas=max_replicas, startup_s=startup_s, planner_targets=planner_targets,
+    df = autoscale_compare(st, trace, sla, max_replicas=max_replicas, startup_s=startup_s,
+                           planner_targets=planner_targets,
                            scaler_kw=scaler_kw, pricing=p, progress=progress)
     prov = f'simulated ({src})'
     df['provenance'], df['available'], df['note'] = prov, True, ''
     status = planner_status()
     if not status['sla_mode']:
-        df = pd.concat([df, pd.DataFrame([{'policy': 'Dynamo Planner (sla)', 'available': False, 'provenance': 'not run',
+        df = pd.concat([df, pd.DataFrame([{'policy': 'Dynamo Planner (sla)', 'available': False,
+                                           'provenance': 'not run',
                                            'note': 'unavailable here: ' + status['reason']}])], ignore_index=True)
     df.insert(0, 'model', model)
-    notes = [f'load ramp 0.5x / {peak:g}x / 0.5x of one replica\'s {cap:.3f} req/s (simulated at c{c}), {phase_s:g} s each, 8K/1K requests',
-             f'worker startup {startup_s:g} s while scaling: an assumption (real first starts of these models take 40-120 min)',
-             'violations: requests over the recipe SLA (TTFT, per-user speed); GPU-hours from worker seconds x GPUs per worker']
-    df.attrs.update(provenance=prov, pricing=p and p.model_dump(), planner_status=status, one_replica_rps=cap, notes=notes)
+    notes = [f'load ramp 0.5x / {peak:g}x / 0.5x of one replica\'s {cap:.3f} req/s (simulated at c{c}), {phase_s:g} s '
+             'each, 8K/1K requests',
+             f'worker startup {startup_s:g} s while scaling: an assumption (real first starts of these models take '
+             '40-120 min)',
+             'violations: requests over the recipe SLA (TTFT, per-user speed); GPU-hours from worker seconds x GPUs '
+             'per worker']
+    df.attrs.update(provenance=prov, pricing=p and p.model_dump(), planner_status=status, one_replica_rps=cap,
+                    notes=notes)
     if client is not None and run_id:
         log_section(client, run_id, 'autoscale', df, keys=['policy'],
-                    values=['gpu_hours', 'mean_replicas', 'max_replicas', 'scaling_events', 'violating_requests', 'violation_share',
+                    values=['gpu_hours', 'mean_replicas', 'max_replicas', 'scaling_events', 'violating_requests',
+                            'violation_share',
                      'window_violation_share', 'ttft_p90_ms', 'violations_vs_fixed_min', 'gpu_hours_vs_fixed_max'])
-        log_batch(client, run_id, tags={'autoscale.planner_sla_mode': 'available' if status['sla_mode'] else 'unavailable: ' + status['reason'][:4000],
+        log_batch(client, run_id, tags={'autoscale.planner_sla_mode': 'available' if status['sla_mode']
+                                        else 'unavailable: ' + status['reason'][:4000],
                                         'autoscale.notes': '; '.join(notes)})
     return df

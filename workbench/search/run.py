@@ -11,15 +11,20 @@ import pandas as pd
 import yaml
 from ..base.core import WorkbenchError, content_hash, load_altair, runs_dir
 from ..base.inputs import short
-from ..domain.recipes import load_recipe
+from ..domain.loading import load_recipe
 from ..domain.results import SLA, BenchResult, sla_verdict
 from ..domain.variants import Variant
 from ..targets.k8s.manifests import write_manifests
 from ..domain.registry import TARGETS, get_target
-from .space import (SearchOutcome, Config, USD_PER_GPU_HOUR, FLEET_COPIES, check_search_args, search, search_space, config_variant, landing, recommend)
+from .space import Config, USD_PER_GPU_HOUR, search_space, config_variant
+from .explore import SearchOutcome, FLEET_COPIES, check_search_args, search, landing, recommend
 from ..tracking import runs as tracking, naming as layout
+from ..tracking.query import study_runs
 from ..studies import report
+from ..studies.charts import log_charts, save_chart
 from ..base import progress
+from ..domain.metrics import COL_GPU_TPS, COL_TTFT, COL_USER_TPS, OUTPUT_TPS, TTFT
+
 
 # %% auto #0
 __all__ = ['SEARCH_HEADERS', 'log_points', 'search_metrics', 'log_tables', 'frontier_chart', 'write_winner', 'load_winner',
@@ -42,11 +47,15 @@ def log_points(s:tracking.StudyRun, out:SearchOutcome) -> int:
     labels = dict(zip(out.points.key, out.points.label))
     for (key, c), r in ev.points.items():
         v = ev.variants[key]
-        pk = tracking.point_key(model=out.model, variant_hash=v.hash, group=v.group or 'recipe', target='sim', concurrency=c,
+        pk = tracking.point_key(model=out.model, variant_hash=v.hash, group=v.group or 'recipe', target='sim',
+                                concurrency=c,
                                 request_count=out.requests, seed=out.seed, study=s.study)
-        tracking.log_point(s, r, out.sla, settings=v.settings(), group=v.group or 'recipe', key=pk, recipe_version=v.recipe.recipe_version,
-                           image=v.image, label=labels[key], params=layout.point_params(v, c, group=v.group or 'recipe', changes=_changes(out, key),
-                                                                                        request_count=out.requests, seed=out.seed))
+        tracking.log_point(s, r, out.sla, settings=v.settings(), group=v.group or 'recipe', key=pk,
+                           recipe_version=v.recipe.recipe_version,
+                           image=v.image, label=labels[key],
+                           params=layout.point_params(v, c, group=v.group or 'recipe', changes=_changes(out, key),
+                                                                                        request_count=out.requests,
+                                                                                                seed=out.seed))
         n += 1
     return n
 
@@ -55,148 +64,205 @@ def search_metrics(out:SearchOutcome) -> dict[str, float]:
     w, r, total = out.winner, out.reference, out.search_s + out.refine_s
     m = {'search.trials': out.trials, 'search.points': len(out.points), 'search.configs': out.configs_evaluated,
          'search.refused': len(out.evaluator.refused), 'search.search_s': out.search_s, 'search.total_s': total,
-         'search.configs_per_s': out.configs_evaluated/total if total else 0.0, 'search.frontier_points': len(out.frontier)}
-    if w is not None: m.update({'search.best_tok_s_per_gpu': w.output_tok_s_per_gpu, 'search.best_usd_per_mtok': w.usd_per_mtok,
+         'search.configs_per_s': out.configs_evaluated/total if total else 0.0,
+         'search.frontier_points': len(out.frontier)}
+    if w is not None: m.update({'search.best_tok_s_per_gpu': w.output_tok_s_per_gpu,
+                                'search.best_usd_per_mtok': w.usd_per_mtok,
                                 'search.best_gpu_hours_day': w.gpu_hours_day})
-    if r is not None: m.update({'search.recipe_tok_s_per_gpu': r.output_tok_s_per_gpu, 'search.recipe_usd_per_mtok': r.usd_per_mtok})
-    if w is not None and r is not None: m['search.vs_recipe_pct'] = 100*(w.output_tok_s_per_gpu/r.output_tok_s_per_gpu - 1)
-    return {k: round(float(v), 4) for k, v in m.items() if v is not None and not (isinstance(v, float) and math.isnan(v))}
+    if r is not None: m.update({'search.recipe_tok_s_per_gpu': r.output_tok_s_per_gpu,
+                                'search.recipe_usd_per_mtok': r.usd_per_mtok})
+    if w is not None and r is not None: m['search.vs_recipe_pct'] = 100*(w.output_tok_s_per_gpu/r.output_tok_s_per_gpu
+                                                                         - 1)
+    return {k: round(float(v), 4) for k,
+            v in m.items() if v is not None and not (isinstance(v, float) and math.isnan(v))}
 
 def log_tables(s:tracking.StudyRun, out:SearchOutcome, folder=None) -> dict[str, Path]:
     """The points, frontier, ranking, references and refusals as CSV artifacts (`search/`), and the headline metrics;
     with `folder`, the same CSV files in `folder/search/` (returned by name)."""
     refused = pd.DataFrame(sorted(out.evaluator.refused.items()), columns=['configuration', 'why'])
-    tables = {'points': out.points, 'frontier': out.frontier, 'ranking': out.ranking, 'references': out.references, 'refused': refused}
+    tables = {'points': out.points, 'frontier': out.frontier, 'ranking': out.ranking, 'references': out.references,
+              'refused': refused}
     texts = {f'{k}.csv': t.to_csv(index=False) for k, t in tables.items()}
     tracking.log_texts(s.client, s.run_id, texts, 'search')
     written = {}
     if folder is not None:
         (Path(folder)/'search').mkdir(parents=True, exist_ok=True)
-        for name, text in texts.items(): (Path(folder)/'search'/name).write_text(text); written[name[:-4]] = Path(folder)/'search'/name
-    tracking.log_texts(s.client, s.run_id, {'space.json': out.space.model_dump_json(indent=1, exclude={'recipe'})}, 'search')
-    tracking.log_batch(s.client, s.run_id, metrics=search_metrics(out), tags={'workbench.search.space.landing': landing(out)[:5000]})
+        for name, text in texts.items(): (Path(folder)/'search'/name).write_text(text); written[name[:
+            -4]] = Path(folder)/'search'/name
+    tracking.log_texts(s.client, s.run_id, {'space.json': out.space.model_dump_json(indent=1, exclude={'recipe'})},
+                       'search')
+    tracking.log_batch(s.client, s.run_id, metrics=search_metrics(out),
+                       tags={'workbench.search.landing': landing(out)[:5000]})
     return written
 
 # %% ../../nbs/07_search/01_run.ipynb #6c5e9ebf
 def _published(out:SearchOutcome) -> pd.DataFrame:
     "The recipe's published points that have a per-user speed, as chart rows."
-    return pd.DataFrame([{'series': f'published: {p.label} {p.topology}' + (f' c{p.concurrency}' if p.concurrency else ''),
-                          'user_tok_s': p.user_tok_s, 'output_tok_s_per_gpu': p.output_tok_s_per_gpu, 'label': f'published {p.label} {p.topology}',
+    return pd.DataFrame([{'series': f'published: {p.label} {p.topology}'
+                          + (f' c{p.concurrency}' if p.concurrency else ''),
+                          COL_USER_TPS: p.user_tok_s, COL_GPU_TPS: p.output_tok_s_per_gpu,
+                          'label': f'published {p.label} {p.topology}',
                           'concurrency': p.concurrency or 0, 'provenance': 'published'}
-                         for p in out.space.recipe.published if p.user_tok_s], columns=['series', 'user_tok_s', 'output_tok_s_per_gpu', 'label', 'concurrency', 'provenance'])
+                         for p in out.space.recipe.published if p.user_tok_s], columns=['series', COL_USER_TPS,
+                                 COL_GPU_TPS, 'label', 'concurrency', 'provenance'])
 
 def _best_point(out:SearchOutcome) -> pd.DataFrame:
     "The search's best configuration at the passing point its SLA-constrained maximum rests on."
     w = out.winner
-    if w is None: return pd.DataFrame(columns=['series', 'user_tok_s', 'output_tok_s_per_gpu', 'label', 'concurrency', 'provenance'])
-    p = out.points[(out.points.variant_hash == w.variant_hash) & (out.points.kind == 'search') & out.points.sla_passed.astype(bool)]
+    if w is None: return pd.DataFrame(columns=['series', COL_USER_TPS, COL_GPU_TPS, 'label', 'concurrency',
+                                               'provenance'])
+    pts = out.points
+    p = pts[(pts.variant_hash == w.variant_hash) & (pts.kind == 'search') & pts.sla_passed.astype(bool)]
     p = p.loc[[p.output_tok_s_per_gpu.idxmax()]]
-    return p.assign(series=f'search best: {w.label}', provenance='simulated')[['series', 'user_tok_s', 'output_tok_s_per_gpu', 'label', 'concurrency', 'provenance']]
+    return p.assign(series=f'search best: {w.label}', provenance='simulated')[['series', COL_USER_TPS, COL_GPU_TPS,
+                                                                               'label', 'concurrency', 'provenance']]
 
 def frontier_chart(out:SearchOutcome, *, title:str|None=None):
-    "Search points, their Pareto frontier, the recipe's topologies, its published points and the search's best: tok/s/GPU against tok/s/user."
+    """Search points, their Pareto frontier, the recipe's topologies, its published points and the search's best:
+    tok/s/GPU against tok/s/user."""
     alt = load_altair()
-    d = out.points.dropna(subset=['user_tok_s', 'output_tok_s_per_gpu'])
-    pts = d[d.kind == 'search'].assign(series=lambda t: 'search: ' + t.layout.map({'agg': 'aggregated', 'disagg': 'disaggregated'}))
+    d = out.points.dropna(subset=[COL_USER_TPS, COL_GPU_TPS])
+    pts = d[d.kind == 'search'].assign(series=lambda t: 'search: ' + t.layout.map({'agg': 'aggregated',
+                                                                                   'disagg': 'disaggregated'}))
     refs = d[d.kind == 'recipe'].assign(series=lambda t: t.label).sort_values('concurrency')
     front = out.frontier.assign(series='Pareto frontier of the search')
     pub, best = _published(out), _best_point(out)
-    dom = [*dict.fromkeys(pts.series), front.series.iloc[0] if len(front) else 'Pareto frontier of the search', *dict.fromkeys(refs.series), *pub.series, *best.series]
-    pal = {'search: aggregated': '#F58518', 'search: disaggregated': '#B279A2', 'Pareto frontier of the search': '#BBBBBB'}
+    dom = [*dict.fromkeys(pts.series), front.series.iloc[0] if len(front) else 'Pareto frontier of the search',
+           *dict.fromkeys(refs.series), *pub.series, *best.series]
+    pal = {'search: aggregated': '#F58518', 'search: disaggregated': '#B279A2',
+           'Pareto frontier of the search': '#BBBBBB'}
     refc = iter(['#4C78A8', '#54A24B', '#439894', '#9D755D'])
-    rng = [pal.get(s) or ('#000000' if s.startswith('published') else '#E45756' if s.startswith('search best') else next(refc, '#79706E')) for s in dom]
-    color = alt.Color('series:N', scale=alt.Scale(domain=dom, range=rng), legend=alt.Legend(title=None, orient='bottom', columns=2, labelLimit=0))
-    x = alt.X('user_tok_s:Q', title=f'output tok/s/user ({out.sla.user_speed_stat}, log scale)', scale=alt.Scale(type='log', nice=False, padding=12))
-    y = alt.Y('output_tok_s_per_gpu:Q', title='output tok/s/GPU')
-    tip = ['label', 'concurrency', alt.Tooltip('output_tok_s_per_gpu:Q', format='.1f'), alt.Tooltip('user_tok_s:Q', format='.1f'), 'provenance']
+    rng = [pal.get(s) or ('#000000' if s.startswith('published') else '#E45756' if s.startswith('search best')
+                          else next(refc, '#79706E')) for s in dom]
+    color = alt.Color('series:N', scale=alt.Scale(domain=dom, range=rng),
+                      legend=alt.Legend(title=None, orient='bottom', columns=2, labelLimit=0))
+    x = alt.X(f'{COL_USER_TPS}:Q', title=f'output tok/s/user ({out.sla.user_speed_stat}, log scale)',
+              scale=alt.Scale(type='log', nice=False, padding=12))
+    y = alt.Y(f'{COL_GPU_TPS}:Q', title='output tok/s/GPU')
+    tip = ['label', 'concurrency', alt.Tooltip(f'{COL_GPU_TPS}:Q', format='.1f'), alt.Tooltip(f'{COL_USER_TPS}:Q',
+        format='.1f'), 'provenance']
     base = alt.Chart(pts).encode(x=x, y=y, color=color, tooltip=tip)
     layers = [alt.Chart(front).mark_line(strokeWidth=7, opacity=0.6).encode(x=x, y=y, color=color),
               base.transform_filter('datum.sla_passed').mark_circle(size=28, opacity=0.55),
               base.transform_filter('!datum.sla_passed').mark_point(size=28, opacity=0.45, filled=False),
-              alt.Chart(refs).mark_line(strokeWidth=2).encode(x=x, y=y, color=color, detail='series:N', order='concurrency:Q'),
-              alt.Chart(refs).transform_filter('datum.sla_passed').mark_circle(size=45, opacity=1).encode(x=x, y=y, color=color, tooltip=tip),
-              alt.Chart(refs).transform_filter('!datum.sla_passed').mark_point(size=45, filled=False, strokeWidth=1.5).encode(x=x, y=y, color=color, tooltip=tip)]
-    if len(pub): layers.append(alt.Chart(pub).mark_point(shape='diamond', filled=True, size=170).encode(x=x, y=y, color=color, tooltip=tip))
-    if len(best): layers.append(alt.Chart(best).mark_point(shape='M0,-1L0.24,-0.31L0.95,-0.31L0.38,0.12L0.59,0.81L0,0.38L-0.59,0.81L-0.38,0.12L-0.95,-0.31L-0.24,-0.31Z',
-                                                         filled=True, size=420, stroke='black', strokeWidth=1).encode(x=x, y=y, color=color, tooltip=tip))
-    rule = pd.DataFrame({'x': [out.sla.min_output_tok_s_per_user], 't': [f'SLA: {out.sla.min_output_tok_s_per_user:g} tok/s/user']})
+              alt.Chart(refs).mark_line(strokeWidth=2).encode(x=x, y=y, color=color, detail='series:N',
+                                                              order='concurrency:Q'),
+              alt.Chart(refs).transform_filter('datum.sla_passed').mark_circle(size=45, opacity=1).encode(x=x, y=y,
+                  color=color, tooltip=tip),
+              alt.Chart(refs).transform_filter('!datum.sla_passed').mark_point(size=45, filled=False,
+                                                                               strokeWidth=1.5).encode(x=x, y=y,
+                                                                                       color=color, tooltip=tip)]
+    if len(pub): layers.append(alt.Chart(pub).mark_point(shape='diamond', filled=True,
+                                                         size=170).encode(x=x, y=y, color=color, tooltip=tip))
+    star = 'M0,-1L0.24,-0.31L0.95,-0.31L0.38,0.12L0.59,0.81L0,0.38L-0.59,0.81L-0.38,0.12L-0.95,-0.31L-0.24,-0.31Z'
+    if len(best): layers.append(alt.Chart(best).mark_point(shape=star, filled=True, size=420, stroke='black',
+                                                           strokeWidth=1).encode(x=x, y=y, color=color, tooltip=tip))
+    rule = pd.DataFrame({'x': [out.sla.min_output_tok_s_per_user],
+                         't': [f'SLA: {out.sla.min_output_tok_s_per_user:g} tok/s/user']})
     layers += [alt.Chart(rule).mark_rule(strokeDash=[6, 3], color='#777').encode(x='x:Q'),
-               alt.Chart(rule).mark_text(align='left', dx=4, dy=-8, color='#555', fontSize=10).encode(x='x:Q', y=alt.value(380), text='t:N')]
+               alt.Chart(rule).mark_text(align='left', dx=4, dy=-8, color='#555', fontSize=10).encode(x='x:Q',
+                   y=alt.value(380), text='t:N')]
     sub = [report.source_line(pd.concat([d, pub.assign(band=math.nan)], ignore_index=True)),
-           f'{out.configs_evaluated} configurations, {len(out.points)} points within {out.space.gpus} GPUs; filled: meets the SLA, hollow: misses it. Diamonds: published figures.']
+           f'{out.configs_evaluated} configurations, {len(out.points)} points within {out.space.gpus} GPUs; filled: '
+           'meets the SLA, hollow: misses it. Diamonds: published figures.']
     head, sep, tail = landing(out).partition('%): ')
     sub += [head + '%)', tail] if sep else [head]
     return alt.layer(*layers).properties(width=560, height=380, title=alt.TitleParams(
-        title or f'{out.space.recipe.display_name}: deployment search on the sim target', subtitle=sub, anchor='start', fontSize=15,
+        title or f'{out.space.recipe.display_name}: deployment search on the sim target', subtitle=sub, anchor='start',
+                                                                                      fontSize=15,
         subtitleFontSize=11, subtitleColor='#444'))
 
 # %% ../../nbs/07_search/01_run.ipynb #0e23760b
 def write_winner(out:SearchOutcome, folder, *, study:str|None=None, overrides:dict|None=None) -> dict[str, Path]:
     "Write the search's best configuration as `variant.yaml` and its manifests under `folder`; returns the paths."
     w = out.winner
-    if w is None: raise WorkbenchError('no configuration met the SLA', 'write the search winner', 'loosen the SLA (--sla) or raise the GPU budget (--gpus)')
+    if w is None: raise WorkbenchError('no configuration met the SLA', 'write the search winner',
+                                       'loosen the SLA (--sla) or raise the GPU budget (--gpus)')
     key = f'search:{w.variant_hash}'
     v, cfg = out.evaluator.variants[key], out.evaluator.configs[key]
-    doc = {'model': out.model, 'recipe_version': v.recipe.recipe_version, 'name': v.name, 'variant_hash': v.hash, 'derived_from': v.topology_name,
-           'gpus_budget': out.space.gpus, 'configuration': cfg.model_dump(), 'changes': _changes(out, key), 'overrides': overrides or {},
+    doc = {'model': out.model, 'recipe_version': v.recipe.recipe_version, 'name': v.name, 'variant_hash': v.hash,
+           'derived_from': v.topology_name,
+           'gpus_budget': out.space.gpus, 'configuration': cfg.model_dump(), 'changes': _changes(out, key),
+           'overrides': overrides or {},
            'override_reasons': v.override, 'predicted': {k: (None if pd.isna(w[k]) else float(w[k])) for k in
-           ('output_tok_s_per_gpu', 'concurrency', 'user_tok_s', 'ttft_p50_ms', 'band', 'delta_band', 'usd_per_mtok', 'gpu_hours_day', 'vs_recipe_pct')},
-           'provenance': 'simulated (sim target: calibrated replay, not measured)', 'sla': out.sla.model_dump(), 'requests': out.requests,
-           'seed': out.seed, 'usd_per_gpu_hour': out.usd_per_gpu_hour, 'topology': v.spec.model_dump(mode='json', exclude_defaults=True)}
+           (COL_GPU_TPS, 'concurrency', COL_USER_TPS, COL_TTFT, 'band', 'delta_band', 'usd_per_mtok', 'gpu_hours_day',
+            'vs_recipe_pct')},
+           'provenance': 'simulated (sim target: calibrated replay, not measured)', 'sla': out.sla.model_dump(),
+           'requests': out.requests,
+           'seed': out.seed, 'usd_per_gpu_hour': out.usd_per_gpu_hour,
+           'topology': v.spec.model_dump(mode='json', exclude_defaults=True)}
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
-    (folder/'variant.yaml').write_text('# The search winner as a recipe variant (workbench search). `topology` is the resolved topology in the\n'
-                                       '# recipe format; load it with workbench.search.run.load_winner(path).\n' + yaml.safe_dump(doc, sort_keys=False, width=140))
+    (folder/'variant.yaml').write_text('# The search winner as a recipe variant (workbench search). `topology` is the '
+                                       'resolved topology in the\n'
+                                       '# recipe format; load it with workbench.search.run.load_winner(path).\n'
+                                       + yaml.safe_dump(doc, sort_keys=False, width=140))
     files = write_manifests(v, folder/'manifests', study=study)
     return {'variant.yaml': folder/'variant.yaml', **{f'manifests/{k}': p for k, p in files.items()}}
 
 def load_winner(path) -> Variant:
-    "The `Variant` a `variant.yaml` describes, rebuilt from the recipe one setting group at a time (same pins and checks)."
+    """The `Variant` a `variant.yaml` describes, rebuilt from the recipe one setting group at a time (same pins and
+    checks)."""
     p = Path(path)
     doc = yaml.safe_load((p/'variant.yaml' if p.is_dir() else p).read_text())
     space = search_space(doc['model'], doc['gpus_budget'])
     v = config_variant(space, Config(**doc['configuration']), doc.get('overrides') or None)
-    if v.hash != doc['variant_hash']: raise WorkbenchError(f'{p} describes variant {doc["variant_hash"]}, the recipe now gives {v.hash}', 'load the search winner',
+    if v.hash != doc['variant_hash']: raise WorkbenchError(f'{p} describes variant {doc["variant_hash"]}, the recipe '
+                                                           f'now gives {v.hash}', 'load the search winner',
                                                         'run the search again: the recipe changed since it was written')
     return v
 
 # %% ../../nbs/07_search/01_run.ipynb #7a3bdb37
 def live_prediction(out:SearchOutcome, v:Variant, concurrency:int, *, requests:int, osl:int|None) -> BenchResult:
-    "The sim's prediction of `v` at `concurrency` on the workload the local target runs: fixed ISL/OSL, same prefix settings and request count."
+    """The sim's prediction of `v` at `concurrency` on the workload the local target runs: fixed ISL/OSL, same prefix
+    settings and request count."""
     from workbench.sim.engine import simulate
     t = out.evaluator.target
     st, _ = t.setup(v)
     wl = st.workload
-    fixed = wl.model_copy(update={'sessions': None, 'trace_path': None, 'isl_cv': 0.0, 'osl_cv': 0.0, 'requests': requests, 'osl_mean': osl or wl.osl_mean})
+    fixed = wl.model_copy(update={'sessions': None, 'trace_path': None, 'isl_cv': 0.0, 'osl_cv': 0.0,
+                                  'requests': requests, 'osl_mean': osl or wl.osl_mean})
     p, _ = t.pricing(v)
-    r = simulate(st.model_copy(update={'workload': fixed}), concurrency, pricing=p, variant=v.name, variant_hash=v.hash, telemetry_ms=None)
+    r = simulate(st.model_copy(update={'workload': fixed}), concurrency, pricing=p, variant=v.name,
+                 variant_hash=v.hash, telemetry_ms=None)
     return r.model_copy(update={'model': v.recipe.id, 'topology': v.topology_name})
 
 def _live_row(out:SearchOutcome, w, pred:BenchResult, m:BenchResult) -> dict:
     "One validation row: the search's number, the sim's prediction on the live workload, what the live target reported."
     ps, ms = sla_verdict(pred, out.sla), sla_verdict(m, out.sla)
     return {'label': w.label, 'variant_hash': w.variant_hash, 'concurrency': m.concurrency, 'requests': m.request_count,
-            'search_tok_s_per_gpu': w.output_tok_s_per_gpu, 'predicted_tok_s_per_gpu': pred.output_tok_s_per_gpu, 'live_tok_s_per_gpu': m.output_tok_s_per_gpu,
-            'ratio': m.output_tok_s_per_gpu/pred.output_tok_s_per_gpu if m.output_tok_s_per_gpu and pred.output_tok_s_per_gpu else None,
-            'predicted_user_tok_s': ps.user_tok_s, 'live_user_tok_s': ms.user_tok_s, 'predicted_ttft_p50_ms': pred.value('time_to_first_token', 'p50'),
-            'live_ttft_p50_ms': m.value('time_to_first_token', 'p50'), 'live_target': m.target, 'live_engine': m.engine, 'live_provenance': m.provenance,
+            'search_tok_s_per_gpu': w.output_tok_s_per_gpu, 'predicted_tok_s_per_gpu': pred.output_tok_s_per_gpu,
+            'live_tok_s_per_gpu': m.output_tok_s_per_gpu,
+            'ratio': m.output_tok_s_per_gpu/pred.output_tok_s_per_gpu if m.output_tok_s_per_gpu
+            and pred.output_tok_s_per_gpu else None,
+            'predicted_user_tok_s': ps.user_tok_s, 'live_user_tok_s': ms.user_tok_s,
+            'predicted_ttft_p50_ms': pred.value(TTFT, 'p50'),
+            'live_ttft_p50_ms': m.value(TTFT, 'p50'), 'live_target': m.target, 'live_engine': m.engine,
+            'live_provenance': m.provenance,
             'errors': m.error_count}
 
-def validate_top(out:SearchOutcome, k:int=2, *, target:str='local', requests:int=16, osl:int|None=128, target_options:dict|None=None,
+def validate_top(out:SearchOutcome, k:int=2, *, target:str='local', requests:int=16, osl:int|None=128,
+                 target_options:dict|None=None,
                  study:tracking.StudyRun|None=None) -> pd.DataFrame:
-    "Re-run the `k` best configurations on live `target` at their SLA-maximum concurrency: the sim's prediction against the live numbers."
-    if target == 'sim' or target not in TARGETS: raise WorkbenchError(f'validation target {target!r}', 'validate the search', f"use a live target: {[t for t in TARGETS.names() if t != 'sim']}")
+    """Re-run the `k` best configurations on live `target` at their SLA-maximum concurrency: the sim's prediction
+    against the live numbers."""
+    if target == 'sim' or target not in TARGETS: raise WorkbenchError(f'validation target {target!r}',
+                                                                      'validate the search', "use a live target: "
+            f"{[t for t in TARGETS.names() if t != 'sim']}")
     rows = []
-    for _, w in out.ranking.head(k).dropna(subset=['output_tok_s_per_gpu']).iterrows():
+    for _, w in out.ranking.head(k).dropna(subset=[COL_GPU_TPS]).iterrows():
         v, c = out.evaluator.variants[f'search:{w.variant_hash}'], max(1, int(w.concurrency))
         n = max(c, requests)
-        t = get_target(target, **({'requests_per_point': n, 'osl': osl} if target == 'local' else {}), progress=False, **(target_options or {}))
+        t = get_target(target, **({'requests_per_point': n, 'osl': osl} if target == 'local' else {}), progress=False,
+                       **(target_options or {}))
         t.preflight()
         try: [m] = t.run(v, [c])
         finally: t.teardown()
         pred = live_prediction(out, v, c, requests=n, osl=osl) if target == 'local' else out.evaluator.point(v, c)
         if study is not None:
-            tracking.log_point(study, m, out.sla, settings=v.settings(), group='validation', recipe_version=v.recipe.recipe_version, image=v.image,
-                               label=f'{w.label} (validation)', params=layout.point_params(v, c, group='validation', changes=_changes(out, f'search:{w.variant_hash}'), request_count=n))
+            tracking.log_point(study, m, out.sla, settings=v.settings(), group='validation',
+                               recipe_version=v.recipe.recipe_version, image=v.image,
+                               label=f'{w.label} (validation)', params=layout.point_params(v, c, group='validation',
+                                   changes=_changes(out, f'search:{w.variant_hash}'), request_count=n))
         rows.append(_live_row(out, w, pred, m))
     return pd.DataFrame(rows)
 
@@ -206,72 +272,97 @@ def _band_text(x) -> str: return '' if x is None or pd.isna(x) else f'\u00b1{100
 def _fleet(out:SearchOutcome) -> str:
     "What the offered load is when it is the default fleet of recipe copies (empty when the user gave it)."
     r = out.reference
-    if r is None or not r.output_tok_s_per_gpu or abs(out.load_tok_s - FLEET_COPIES*r.output_tok_s_per_gpu*r.gpus) > 1e-6*out.load_tok_s: return ''
+    if r is None or not r.output_tok_s_per_gpu or abs(out.load_tok_s - FLEET_COPIES*r.output_tok_s_per_gpu
+                                                      *r.gpus) > 1e-6*out.load_tok_s: return ''
     return f" ({FLEET_COPIES} copies of {r.label} at its SLA maximum; pass --load to set it)"
 
-SEARCH_HEADERS = {**report.SHORT_HEADERS, 'gpus': 'GPUs', 'limited_by': 'limited by', 'delta_band': 'Δ band', 'usd_per_mtok': 'USD/Mtok',
-                  'gpu_hours_day': 'GPU-h/day', 'vs_recipe_pct': 'vs recipe', 'requests': 'req', 'search_tok_s_per_gpu': 'search',
-                  'predicted_tok_s_per_gpu': 'predicted', 'live_tok_s_per_gpu': 'live', 'predicted_user_tok_s': 'pred. tok/s/user',
-                  'live_user_tok_s': 'live tok/s/user', 'live_target': 'target', 'live_engine': 'engine', 'live_provenance': 'provenance'}
+SEARCH_HEADERS = {**report.SHORT_HEADERS, 'gpus': 'GPUs', 'limited_by': 'limited by', 'delta_band': 'Δ band',
+                  'usd_per_mtok': 'USD/Mtok',
+                  'gpu_hours_day': 'GPU-h/day', 'vs_recipe_pct': 'vs recipe', 'requests': 'req',
+                  'search_tok_s_per_gpu': 'search',
+                  'predicted_tok_s_per_gpu': 'predicted', 'live_tok_s_per_gpu': 'live',
+                  'predicted_user_tok_s': 'pred. tok/s/user',
+                  'live_user_tok_s': 'live tok/s/user', 'live_target': 'target', 'live_engine': 'engine',
+                  'live_provenance': 'provenance'}
 
 def search_table(df:pd.DataFrame|None, cols:list[str]) -> str:
-    "Rows of a search table as terminal text within 120 columns (short headers; columns with no value in any row are left out)."
+    """Rows of a search table as terminal text within 120 columns (short headers; columns with no value in any row are
+    left out)."""
     if df is None or not len(df): return '(none)'
     t = df[cols].assign(delta_band=df.delta_band.map(_band_text)) if 'delta_band' in cols else df[cols]
-    t = t[[c for c in t.columns if not t[c].map(lambda v: v is None or v == '' or (isinstance(v, float) and math.isnan(v))).all()]]
+    t = t[[c for c in t.columns
+           if not t[c].map(lambda v: v is None or v == '' or (isinstance(v, float) and math.isnan(v))).all()]]
     return report.text_table(t, drop=(), headers=SEARCH_HEADERS)
 
 def _prose(*parts:str) -> str:
     "Summary sentences wrapped at 120 columns (paths and links unbroken)."
     import textwrap
-    return textwrap.fill(''.join(parts), report.TERMINAL_WIDTH, subsequent_indent='  ', break_long_words=False, break_on_hyphens=False)
+    return textwrap.fill(''.join(parts), report.TERMINAL_WIDTH, subsequent_indent='  ', break_long_words=False,
+                         break_on_hyphens=False)
 
 def recommendation_text(out:SearchOutcome, decision:dict) -> str:
-    "What the search recommends: the search best (kept: its lead over the runner-up is beyond the band) or none, and the recipe when it is faster."
+    """What the search recommends: the search best (kept: its lead over the runner-up is beyond the band) or none, and
+    the recipe when it is faster."""
     w, r = out.winner, out.reference
     if not decision['keep']:
-        return f"Recommendation: NOT KEPT: no configuration is recommended ({decision['reason']}); the search best is written for inspection only"
+        return (f"Recommendation: NOT KEPT: no configuration is recommended ({decision['reason']}); the search best is "
+                "written for inspection only")
     below = w is not None and r is not None and w.output_tok_s_per_gpu < r.output_tok_s_per_gpu
     return (f"Recommendation: KEPT: {w.label} leads the search ({decision['reason']})"
             + (f"; the recipe's {r.label} is faster still (see where the search lands)" if below else ''))
 
-def summary_text(out:SearchOutcome, validation:pd.DataFrame|None=None, decision:dict|None=None, *, link:str='', files:dict|None=None,
+def summary_text(out:SearchOutcome, validation:pd.DataFrame|None=None, decision:dict|None=None, *, link:str='',
+                 files:dict|None=None,
                  refused_csv:Path|None=None) -> str:
-    "Plain-text summary of a search within 120 columns: speed, ranking, references, landing, cost, recommendation, validation, files."
+    """Plain-text summary of a search within 120 columns: speed, ranking, references, landing, cost, recommendation,
+    validation, files."""
     sla, total, decision = out.sla, out.search_s + out.refine_s, decision or recommend(out.ranking)
-    cols = ['label', 'gpus', 'output_tok_s_per_gpu', 'concurrency', 'limited_by', 'user_tok_s', 'ttft_p50_ms', 'band', 'delta_band', 'usd_per_mtok', 'gpu_hours_day', 'vs_recipe_pct']
+    cols = ['label', 'gpus', COL_GPU_TPS, 'concurrency', 'limited_by', COL_USER_TPS, COL_TTFT, 'band', 'delta_band',
+            'usd_per_mtok', 'gpu_hours_day', 'vs_recipe_pct']
     band, n_ref = out.ranking.band.dropna(), len(out.evaluator.refused)
-    seen = f' (their reasons: {refused_csv})' if n_ref and refused_csv is not None and Path(refused_csv).exists() else ''
-    lines = [f'Deployment search: {out.space.recipe.display_name} ({out.model}) on the sim target, within {out.space.gpus} GPUs',
-             f'SLA: >= {sla.min_output_tok_s_per_user:g} tok/s/user ({sla.user_speed_stat}) and TTFT {sla.ttft_stat} < {sla.max_ttft_ms:g} ms',
+    seen = (f' (their reasons: {refused_csv})' if n_ref and refused_csv is not None and Path(refused_csv).exists()
+            else '')
+    lines = [f'Deployment search: {out.space.recipe.display_name} ({out.model}) on the sim target, within '
+             f'{out.space.gpus} GPUs',
+             f'SLA: >= {sla.min_output_tok_s_per_user:g} tok/s/user ({sla.user_speed_stat}) and TTFT {sla.ttft_stat} < '
+             f'{sla.max_ttft_ms:g} ms',
              _prose('Every number is SIMULATED (calibrated replay on B200 timing), not measured; ',
-                    f'error band on tok/s/GPU {_band_text(band.max())}' if len(band) else 'no error band on record for these simulator inputs'),
-             _prose(f'{out.strategy}: {out.trials} trials, {len(out.points)} points, {out.configs_evaluated} configurations in {total:.1f} s ',
-                    f'({out.configs_evaluated/total if total else 0:.2f} configurations/s; {out.requests} requests per point, seed {out.seed}); ',
+                    f'error band on tok/s/GPU {_band_text(band.max())}' if len(band)
+                    else 'no error band on record for these simulator inputs'),
+             _prose(f'{out.strategy}: {out.trials} trials, {len(out.points)} points, {out.configs_evaluated} '
+                    f'configurations in {total:.1f} s ',
+                    f'({out.configs_evaluated/total if total else 0:.2f} configurations/s; {out.requests} requests per '
+                    f'point, seed {out.seed}); ',
                     f'{n_ref} configurations refused{seen}'),
-             '', 'Best configurations (SLA-constrained maximum; cost at the offered load):', search_table(out.ranking, cols),
+             '', 'Best configurations (SLA-constrained maximum; cost at the offered load):',
+             search_table(out.ranking, cols),
              '', "The recipe's topologies within the budget (same target, load and seed):",
              search_table(out.references, [c for c in cols if c != 'vs_recipe_pct']),
              '', _prose('Where the search lands: ', landing(out)),
              '', _prose(f'Cost: {out.usd_per_gpu_hour:g} USD per GPU-hour',
-                        ' (the default, an ASSUMED price: pass --price)' if out.usd_per_gpu_hour == USD_PER_GPU_HOUR else '',
+                        ' (the default, an ASSUMED price: pass --price)' if out.usd_per_gpu_hour == USD_PER_GPU_HOUR
+                        else '',
                         f'; offered load {out.load_tok_s:,.0f} output tok/s{_fleet(out)}' if out.load_tok_s else '',
                         '; $/Mtok = price / (tok/s/GPU x 3600) x 1e6; GPU-hours/day = whole copies x GPUs x 24'),
              '', _prose(recommendation_text(out, decision))]
     if validation is not None:
-        vc = ['label', 'concurrency', 'requests', 'search_tok_s_per_gpu', 'predicted_tok_s_per_gpu', 'live_tok_s_per_gpu', 'ratio', 'predicted_user_tok_s',
+        vc = ['label', 'concurrency', 'requests', 'search_tok_s_per_gpu', 'predicted_tok_s_per_gpu',
+              'live_tok_s_per_gpu', 'ratio', 'predicted_user_tok_s',
               'live_user_tok_s', 'live_target', 'live_engine', 'live_provenance']
-        lines += ['', _prose("Live validation (tok/s/GPU: the search's, the sim's prediction on the live run's workload, "
+        lines += ['',
+                  _prose("Live validation (tok/s/GPU: the search's, the sim's prediction on the live run's workload, "
                              "what the live target reported):"),
                   search_table(validation, vc)]
     names = {'winner': 'search best (' + ('recommended' if decision['keep'] else 'not recommended') + ')'}
-    lines += [''] + [f'{names.get(k, k)}: {p}' for k, p in (files or {}).items()] + ([f'MLflow: {link}'] if link else [])
+    lines += [''] + [f'{names.get(k, k)}: {p}' for k,
+                     p in (files or {}).items()] + ([f'MLflow: {link}'] if link else [])
     return '\n'.join(lines)
 
 # %% ../../nbs/07_search/01_run.ipynb #f475dc20
 @dataclass
 class SearchRun:
-    "A finished `run_search`: the outcome, where it was logged, the files it wrote, the validation and the recommendation."
+    """A finished `run_search`: the outcome, where it was logged, the files it wrote, the validation and the
+    recommendation."""
     outcome: SearchOutcome
     study: str
     run_id: str
@@ -285,56 +376,80 @@ class SearchRun:
 
 def _progress_line(prog):
     "A search `on_point` callback that reports each simulated point."
-    return lambda v, r: prog.point(f'{v.name} @c{r.concurrency}', tok_s_gpu=r.output_tok_s_per_gpu, ttft_ms=r.value('time_to_first_token', 'p50'),
-                                   provenance=r.provenance, band=r.band('output_token_throughput'))
+    return lambda v, r: prog.point(f'{v.name} @c{r.concurrency}', tok_s_gpu=r.output_tok_s_per_gpu,
+                                   ttft_ms=r.value(TTFT, 'p50'),
+                                   provenance=r.provenance, band=r.band(OUTPUT_TPS))
 
 def storage_arg(text:str|None, workers:int=1) -> tuple|None:
-    "The optuna storage descriptor `--storage` names: None (in memory, or a journal file for --workers), an RDB URL, or the team server's."
-    if workers < 1 or workers > 64: raise WorkbenchError(f'--workers {workers}', 'search', 'give 1 to 64 worker processes')
+    """The optuna storage descriptor `--storage` names: None (in memory, or a journal file for --workers), an RDB URL,
+    or the team server's."""
+    if workers < 1 or workers > 64: raise WorkbenchError(f'--workers {workers}', 'search',
+                                                         'give 1 to 64 worker processes')
     if not text: return None
     if text == 'server':
         from workbench.tracking.server import search_storage
         return ('rdb', *search_storage())
-    if '://' not in text: raise WorkbenchError(f'--storage {short(text, 80)}', 'search', 'give an SQLAlchemy URL (postgresql+psycopg://USER@HOST:PORT/DB) or `server`')
+    if '://' not in text: raise WorkbenchError(f'--storage {short(text, 80)}', 'search', 'give an SQLAlchemy URL '
+            '(postgresql+psycopg://USER@HOST:PORT/DB) or `server`')
     return ('rdb', text, os.environ.get('PGPASSFILE'))
 
-def run_search(model:str, *, gpus:int|None=None, sla:SLA|None=None, budget_s:float=60, requests:int=300, seed:int=42, top_k:int=3,
-               usd_per_gpu_hour:float=USD_PER_GPU_HOUR, load_tok_s:float|None=None, overrides:dict|None=None, restrict:dict|None=None,
-               max_trials:int|None=None, validate:str|None=None, validate_k:int=2, validate_requests:int=16, validate_osl:int|None=128,
-               tracking_uri:str|None=None, show:bool=True, storage:tuple|None=None, study_name:str|None=None, workers:int=1) -> SearchRun:
-    "Search `model`'s deployments on the sim target, log everything to MLflow, write chart, winner and summary; validate the top on `validate`."
-    check_search_args(budget_s=budget_s, requests=requests, top_k=top_k, usd_per_gpu_hour=usd_per_gpu_hour, load_tok_s=load_tok_s)
+def run_search(model:str, *, gpus:int|None=None, sla:SLA|None=None, budget_s:float=60, requests:int=300, seed:int=42,
+               top_k:int=3,
+               usd_per_gpu_hour:float=USD_PER_GPU_HOUR, load_tok_s:float|None=None, overrides:dict|None=None,
+               restrict:dict|None=None,
+               max_trials:int|None=None, validate:str|None=None, validate_k:int=2, validate_requests:int=16,
+               validate_osl:int|None=128,
+               tracking_uri:str|None=None, show:bool=True, storage:tuple|None=None, study_name:str|None=None,
+               workers:int=1) -> SearchRun:
+    """Search `model`'s deployments on the sim target, log everything to MLflow, write chart, winner and summary;
+    validate the top on `validate`."""
+    check_search_args(budget_s=budget_s, requests=requests, top_k=top_k, usd_per_gpu_hour=usd_per_gpu_hour,
+                      load_tok_s=load_tok_s)
     search_space(model, gpus, restrict=restrict)                     # bad input fails here, before anything is created
     if validate is not None:
-        if validate == 'sim' or validate not in TARGETS: raise WorkbenchError(f'validation target {validate!r}', 'validate the search', "use 'local' or 'k8s'")
+        if validate == 'sim' or validate not in TARGETS: raise WorkbenchError(f'validation target {validate!r}',
+                                                                              'validate the search',
+                                                                              "use 'local' or 'k8s'")
         get_target(validate).preflight()
     uri = tracking.tracking_uri(tracking_uri); tracking.check_server(uri)
-    params = {'kind': 'search', 'model': model, 'gpus': gpus, 'sla': (sla or load_recipe(model).sla).model_dump(), 'budget_s': budget_s, 'requests': requests,
-              'seed': seed, 'top_k': top_k, 'usd_per_gpu_hour': usd_per_gpu_hour, 'load_tok_s': load_tok_s, 'restrict': restrict or {}, 'validate': validate,
-              'storage': storage[1] if storage and storage[0] == 'rdb' else None, 'study_name': study_name, 'workers': workers}
+    params = {'kind': 'search', 'model': model, 'gpus': gpus, 'sla': (sla or load_recipe(model).sla).model_dump(),
+              'budget_s': budget_s, 'requests': requests,
+              'seed': seed, 'top_k': top_k, 'usd_per_gpu_hour': usd_per_gpu_hour, 'load_tok_s': load_tok_s,
+              'restrict': restrict or {}, 'validate': validate,
+              'storage': storage[1] if storage and storage[0] == 'rdb' else None, 'study_name': study_name,
+              'workers': workers}
     sid = f"{model}-search-{content_hash(params, 6)}-{time.strftime('%Y%m%d-%H%M%S')}"
     folder = runs_dir()/sid
-    est = max_trials or int(budget_s/(0.05 + 0.0015*requests))       # points the budget allows at about this cost per point (2 cores)
-    with progress.reporting(folder/progress.FILE, est, title=f'search {model} on sim ({budget_s:g} s budget)', show=show, budget_s=budget_s) as prog:
-        out = search(model, gpus=gpus, sla=sla, budget_s=budget_s, requests=requests, seed=seed, top_k=top_k, overrides=overrides, restrict=restrict,
-                     max_trials=max_trials, usd_per_gpu_hour=usd_per_gpu_hour, load_tok_s=load_tok_s, on_point=_progress_line(prog) if show else None,
+    # points the budget allows at about this cost per point (2 cores)
+    est = max_trials or int(budget_s/(0.05 + 0.0015*requests))
+    with progress.reporting(folder/progress.FILE, est, title=f'search {model} on sim ({budget_s:g} s budget)',
+                            show=show, budget_s=budget_s) as prog:
+        out = search(model, gpus=gpus, sla=sla, budget_s=budget_s, requests=requests, seed=seed, top_k=top_k,
+                     overrides=overrides, restrict=restrict,
+                     max_trials=max_trials, usd_per_gpu_hour=usd_per_gpu_hour, load_tok_s=load_tok_s,
+                     on_point=_progress_line(prog) if show else None,
                      storage=storage, study_name=study_name, workers=workers)
     tags = {'workbench.kind': 'search', 'workbench.target': 'sim', 'workbench.search': 'true'}
     with tracking.study_run(model, sid, params=params, tracking_uri=uri, tags=tags, run_name=f'search: {model}') as s:
-        s.extra_tags = {k: v for k, v in s.extra_tags.items() if k not in ('workbench.kind', 'workbench.target')}   # children: points, each its own target
+        # children: points, each its own target
+        s.extra_tags = {k: v for k, v in s.extra_tags.items() if k not in ('workbench.kind', 'workbench.target')}
         log_points(s, out); tables = log_tables(s, out, folder)
-        files = {'chart': report.log_charts({'frontier': frontier_chart(out)}, folder, study=s)[0]}
+        files = {'chart': log_charts({'frontier': frontier_chart(out)}, folder, study=s)[0]}
         if out.winner is not None:
             files['winner'] = write_winner(out, folder/'winner', study=sid, overrides=overrides)['variant.yaml']
             tracking.log_files(s.client, s.run_id, [folder/'winner'])
-        val = validate_top(out, validate_k, target=validate, requests=validate_requests, osl=validate_osl, study=s) if validate else None
-        decision = recommend(out.ranking, measured=dict(zip(val.variant_hash, val.live_tok_s_per_gpu)) if val is not None and len(val) else None)
+        val = validate_top(out, validate_k, target=validate, requests=validate_requests, osl=validate_osl,
+                           study=s) if validate else None
+        decision = recommend(out.ranking, measured=dict(zip(val.variant_hash, val.live_tok_s_per_gpu))
+                             if val is not None and len(val) else None)
         files['summary'] = folder/'summary.txt'
         link = layout.run_url(layout.ui_base(s.uri), s.experiment_id, s.run_id)
         text = summary_text(out, val, decision, link=link, files=files, refused_csv=tables['refused'])
         files['summary'].write_text(text + '\n')
         tracking.log_texts(s.client, s.run_id, {'summary.txt': text})
-        tracking.log_batch(s.client, s.run_id, tags={'workbench.search.recommendation': ('kept: ' if decision['keep'] else 'not kept: ') + decision['reason'][:4000],
+        tracking.log_batch(s.client, s.run_id, tags={'workbench.search.recommendation': ('kept: ' if decision['keep']
+                else 'not kept: ') + decision['reason'][:4000],
                                                      'mlflow.note.content': text[:20000]})
-    return SearchRun(outcome=out, study=sid, run_id=s.run_id, experiment_id=s.experiment_id, tracking_uri=s.uri, folder=folder, files=files,
+    return SearchRun(outcome=out, study=sid, run_id=s.run_id, experiment_id=s.experiment_id, tracking_uri=s.uri,
+                     folder=folder, files=files,
                      validation=val, decision=decision, summary=text)

@@ -4,36 +4,29 @@
 
 # %% ../../nbs/07_search/00_space.ipynb #1e410758
 from __future__ import annotations
-import itertools, math, os, random, shutil, socket, time, warnings
-from pathlib import Path
-from dataclasses import dataclass, field
-from typing import Callable, Literal
-import pandas as pd
+import itertools, time
+from typing import Literal
 from pydantic import BaseModel, ConfigDict, model_validator
 from ..base.core import WorkbenchError
-from ..domain.recipes import Recipe, FrontendRouting, load_recipe
-from ..domain.results import BenchResult, SLA, sla_verdict
+from ..domain.recipes import Recipe, FrontendRouting
+from ..domain.loading import load_recipe
 from ..domain.variants import Variant, recipe_variant, baseline, variant
-from ..domain.sla import SLAMax, search_sla_max, sla_margin
-from ..targets.sim import SimTarget
 from ..sim.trust import MODELLED, unmodelled
 from ..studies.study import KV_EVENTS
-from ..studies import report
 
 # %% auto #0
 __all__ = ['USD_PER_GPU_HOUR', 'TP_SIZES', 'DP_SIZES', 'MAX_NUM_SEQS', 'HOST_OFFLOAD_GB', 'MAX_CONCURRENCY', 'GRID_MAX',
-           'SPEC_OFF', 'START_CONCURRENCIES', 'PER_REPLICA_MAX', 'WORKER', 'FLEET_COPIES', 'Config', 'Space',
-           'search_space', 'config_variant', 'config_of', 'Evaluator', 'start_config', 'optuna_storage', 'gather',
-           'cost', 'SearchOutcome', 'check_search_args', 'search', 'landing', 'landing_verdict', 'recommend',
-           'parse_sla']
+           'SPEC_OFF', 'Config', 'Space', 'search_space', 'config_variant', 'config_of']
 
 # %% ../../nbs/07_search/00_space.ipynb #dc44a87c
-USD_PER_GPU_HOUR = 5.0      # ASSUMED default price of one B200 GPU-hour in USD (a round on-demand cloud figure; pass yours as price)
+# ASSUMED default price of one B200 GPU-hour in USD (a round on-demand cloud figure; pass yours as price)
+USD_PER_GPU_HOUR = 5.0
 TP_SIZES, DP_SIZES = (1, 2, 4, 8), (1, 2)
 MAX_NUM_SEQS = (None, 16, 32, 64)       # None: the recipe's value (the engine's default when the recipe sets none)
 HOST_OFFLOAD_GB = (0, 1024)             # host KV tier per worker (KVBM), GB
 MAX_CONCURRENCY = 256
-GRID_MAX = 24                           # 'auto' strategy: an exhaustive grid up to this many configurations, optuna above
+# 'auto' strategy: an exhaustive grid up to this many configurations, optuna above
+GRID_MAX = 24
 SPEC_OFF = {'method': 'none', 'num_tokens': None, 'acceptance_length': None, 'acceptance_length_source': None}
 
 class Config(BaseModel):
@@ -54,8 +47,11 @@ class Config(BaseModel):
 
     @model_validator(mode='after')
     def _pools(self):
-        if self.layout == 'agg' and (self.prefill_tp or self.prefill_replicas): raise ValueError('an aggregated layout has no prefill pool')
-        if self.layout == 'disagg' and not (self.prefill_tp and self.prefill_replicas): raise ValueError('a disaggregated layout needs a prefill pool')
+        if self.layout == 'agg' and (self.prefill_tp or self.prefill_replicas): raise ValueError('an aggregated layout '
+                                                                                                 'has no prefill pool')
+        if self.layout == 'disagg' and not (self.prefill_tp
+                                            and self.prefill_replicas): raise ValueError('a disaggregated layout needs '
+                                                                                         'a prefill pool')
         return self
 
     @property
@@ -68,7 +64,8 @@ class Config(BaseModel):
         "Pools as '2xTP4EP' or '2P(TP2)+1D(TP4DP2)', like `Topology.shape`."
         pool = lambda tp, dp, ep: f'TP{tp}' + (f'DP{dp}' if dp > 1 else '') + ('EP' if ep else '')
         if self.layout == 'agg': return f'{self.replicas}x{pool(self.tp, self.dp, self.ep)}'
-        return f'{self.prefill_replicas}P({pool(self.prefill_tp, 1, self.prefill_ep)})+{self.replicas}D({pool(self.tp, self.dp, self.ep)})'
+        return (f'{self.prefill_replicas}P({pool(self.prefill_tp, 1, self.prefill_ep)})'
+                f'+{self.replicas}D({pool(self.tp, self.dp, self.ep)})')
 
     @property
     def label(self) -> str:
@@ -85,7 +82,8 @@ def _drafts(recipe:Recipe, w) -> dict[int, dict]:
     if s['method'] != 'none' and s['num_tokens']: out[s['num_tokens']] = s
     for e in (recipe.candidates or {}).get('speculative', []):
         n, src = e.get('num_tokens'), str(e.get('acceptance_length_source') or '')
-        if n and e.get('acceptance_length') and src.startswith('published') and s['method'] != 'none': out.setdefault(n, {**s, **e})
+        if n and e.get('acceptance_length') and src.startswith('published') and s['method'] != 'none':
+            out.setdefault(n, {**s, **e})
     return dict(sorted(out.items()))
 
 def _pinned(recipe:Recipe, setting:str):
@@ -93,26 +91,31 @@ def _pinned(recipe:Recipe, setting:str):
     return next((p.value for p in recipe.pins if p.setting == setting and not p.topologies), None)
 
 def _fits(rv:Variant, **par) -> bool:
-    "Whether parallelism `par` on every worker of `rv` passes the variants' checks (weights fit, TP x DP divides a node, ...)."
+    """Whether parallelism `par` on every worker of `rv` passes the variants' checks (weights fit, TP x DP divides a
+    node, ...)."""
     try: variant(rv, 'parallelism', override='probe: does it fit', **par); return True
     except WorkbenchError as e: return 'changes nothing' in e.what
 
 # %% ../../nbs/07_search/00_space.ipynb #df6be9ea
 def _held_fixed(recipe:Recipe) -> dict[str, str]:
     "Why each setting outside the space stays at the recipe's value."
-    searched = {'parallelism': {'tensor_parallel_size', 'data_parallel_size', 'expert_parallel', 'replicas'}, 'routing': {'mode', 'kv_events', 'kv_events_config'},
-                'speculative': {'method', 'num_tokens', 'acceptance_length', 'acceptance_length_source'}, 'cache': {'max_num_seqs', 'host_offload_gb'}}
+    searched = {'parallelism': {'tensor_parallel_size', 'data_parallel_size', 'expert_parallel', 'replicas'},
+                'routing': {'mode', 'kv_events', 'kv_events_config'},
+                'speculative': {'method', 'num_tokens', 'acceptance_length', 'acceptance_length_source'},
+                'cache': {'max_num_seqs', 'host_offload_gb'}}
     out = {}
     for g, settings in MODELLED.items():
         for s, (how, why) in settings.items():
             if how == 'n/a' or s in searched.get(g, ()): continue
-            out[f'{g}.{s}'] = f'not modelled by the simulator ({why}): no number, so never searched' if how == 'no' else "kept at the recipe's value"
+            out[f'{g}.{s}'] = (f'not modelled by the simulator ({why}): no number, so never searched' if how == 'no'
+                               else "kept at the recipe's value")
     out.update({p.setting: f'pinned ({p.reason})' for p in recipe.pins if p.setting.partition('.')[0] not in searched})
     return out
 
 # %% ../../nbs/07_search/00_space.ipynb #3b5bdc50
 class Space(BaseModel):
-    "The values each dimension may take for one recipe, the recipe topology each layout starts from, and the GPU budget."
+    """The values each dimension may take for one recipe, the recipe topology each layout starts from, and the GPU
+    budget."""
     model_config = ConfigDict(arbitrary_types_allowed=True)
     recipe: Recipe
     gpus: int
@@ -124,7 +127,8 @@ class Space(BaseModel):
     spec_tokens: list[int]
     max_num_seqs: list
     host_offload_gb: list[float]
-    drafts: dict[int, dict] = {}         # draft length -> the speculative settings it runs with (recipe's own or a published candidate)
+    # draft length -> the speculative settings it runs with (recipe's own or a published candidate)
+    drafts: dict[int, dict] = {}
     fixed: dict[str, str] = {}           # setting -> why the search holds it at the recipe's value
     max_concurrency: int = MAX_CONCURRENCY
 
@@ -135,18 +139,22 @@ class Space(BaseModel):
 
     def configs(self):
         "Every configuration within the GPU budget (before the variants' checks)."
-        for lay, tp, ep, dp, r, rt, sp, mx, off in itertools.product(self.topologies, self.tp, self.ep, self.dp, range(1, self.max_replicas + 1),
-                                                                    self.router, self.spec_tokens, self.max_num_seqs, self.host_offload_gb):
+        for lay, tp, ep, dp, r, rt, sp, mx, off in itertools.product(self.topologies, self.tp, self.ep, self.dp,
+                                                                     range(1, self.max_replicas + 1),
+                                                                    self.router, self.spec_tokens, self.max_num_seqs,
+                                                                     self.host_offload_gb):
             if sp and off: continue
-            pools = [(ptp, pep, pr) for ptp in self.tp for pep in self.ep for pr in range(1, self.max_replicas)] if lay == 'disagg' else [(0, False, 0)]
+            pools = [(ptp, pep, pr) for ptp in self.tp for pep in self.ep
+                     for pr in range(1, self.max_replicas)] if lay == 'disagg' else [(0, False, 0)]
             for ptp, pep, pr in pools:
-                c = Config(layout=lay, tp=tp, ep=ep, dp=dp, replicas=r, prefill_tp=ptp, prefill_ep=pep, prefill_replicas=pr, router=rt,
+                c = Config(layout=lay, tp=tp, ep=ep, dp=dp, replicas=r, prefill_tp=ptp, prefill_ep=pep,
+                           prefill_replicas=pr, router=rt,
                            spec_tokens=sp, max_num_seqs=mx, host_offload_gb=off)
                 if c.gpus <= self.gpus: yield c
 
 def search_space(recipe:Recipe|str, gpus:int|None=None, *, restrict:dict|None=None) -> Space:
     "The search space of `recipe` within `gpus` GPUs (default: one node), with `restrict` narrowing dimensions."
-    from workbench.domain.recipes import load_gpu
+    from workbench.domain.loading import load_gpu
     recipe = load_recipe(recipe) if isinstance(recipe, str) else recipe
     gpus = load_gpu().gpus_per_node if gpus is None else gpus
     if gpus < 1: raise WorkbenchError(f'GPU budget {gpus}', 'build the search space', 'give at least one GPU')
@@ -155,34 +163,41 @@ def search_space(recipe:Recipe|str, gpus:int|None=None, *, restrict:dict|None=No
     for t in order: tops.setdefault(recipe.topologies[t].kind, t)
     rv = recipe_variant(recipe, tops.get('agg') or tops['disagg'])
     tp = [t for t in TP_SIZES if t <= gpus and _fits(rv, tensor_parallel_size=t, data_parallel_size=1, replicas=1)]
-    if not tp: raise WorkbenchError(f'{recipe.id} fits on no TP size within {gpus} GPUs', 'build the search space', 'raise the GPU budget (--gpus)')
+    if not tp: raise WorkbenchError(f'{recipe.id} fits on no TP size within {gpus} GPUs', 'build the search space',
+                                    'raise the GPU budget (--gpus)')
     ep = [False, True] if _fits(rv, tensor_parallel_size=max(tp), expert_parallel=True, replicas=1) else [False]
     drafts = _drafts(recipe, rv.spec.workers[-1])
-    if (n := _pinned(recipe, 'speculative.num_tokens')) is not None: drafts = {k: d for k, d in drafts.items() if k == n}
+    if (n := _pinned(recipe, 'speculative.num_tokens')) is not None: drafts = {k: d for k, d in drafts.items()
+            if k == n}
     spec = ([0] if _pinned(recipe, 'speculative.method') in (None, 'none') else []) + list(drafts)
     router = [r for r in ('kv', 'round-robin') if _pinned(recipe, 'routing.mode') in (None, r)]
     dims = dict(tp=tp, ep=ep, dp=[d for d in DP_SIZES if d*min(tp) <= gpus], router=router, spec_tokens=spec,
                 max_num_seqs=list(MAX_NUM_SEQS), host_offload_gb=list(HOST_OFFLOAD_GB))
     for k, vals in (restrict or {}).items():
         if k == 'layout': tops = {l: t for l, t in tops.items() if l in vals}; continue
-        if k not in dims: raise WorkbenchError(f'unknown dimension {k!r}', 'restrict the search space', f"use some of {['layout', *dims]}")
+        if k not in dims: raise WorkbenchError(f'unknown dimension {k!r}', 'restrict the search space',
+                                               f"use some of {['layout', *dims]}")
         dims[k] = [v for v in dims[k] if v in vals]
     if not tops or not all(dims.values()):
-        raise WorkbenchError(f'restrict={restrict} leaves an empty dimension', 'restrict the search space', 'keep at least one allowed value per dimension')
+        raise WorkbenchError(f'restrict={restrict} leaves an empty dimension', 'restrict the search space',
+                             'keep at least one allowed value per dimension')
     return Space(recipe=recipe, gpus=gpus, topologies=tops, drafts=drafts, fixed=_held_fixed(recipe), **dims)
 
 # %% ../../nbs/07_search/00_space.ipynb #66bb017c
 def _steps(space:Space, cfg:Config, v:Variant) -> list[tuple[str, list|None, dict]]:
     "The (group, roles, changes) that turn recipe variant `v` into `cfg`."
-    par = lambda tp, ep, dp, r: {'tensor_parallel_size': tp, 'expert_parallel': ep, 'data_parallel_size': dp, 'replicas': r}
+    par = lambda tp, ep, dp, r: {'tensor_parallel_size': tp, 'expert_parallel': ep, 'data_parallel_size': dp,
+                                 'replicas': r}
     if cfg.layout == 'agg': out = [('parallelism', None, par(cfg.tp, cfg.ep, cfg.dp, cfg.replicas))]
     else: out = [('parallelism', ['prefill'], par(cfg.prefill_tp, cfg.prefill_ep, 1, cfg.prefill_replicas)),
                  ('parallelism', ['decode'], par(cfg.tp, cfg.ep, cfg.dp, cfg.replicas))]
-    kv = {'mode': 'kv', 'kv_events': True} | ({'kv_events_config': KV_EVENTS} if any(w.routing.kv_events_config is None for w in v.spec.workers) else {})
+    kv = {'mode': 'kv', 'kv_events': True} | ({'kv_events_config': KV_EVENTS} if any(w.routing.kv_events_config is None
+                                                                                     for w in v.spec.workers) else {})
     rr = {'mode': 'round-robin'} | ({'kv_events': False} if v.spec.frontend.routing.kv_events else {})
     out.append(('routing', None, kv if cfg.router == 'kv' else rr))
     out.append(('speculative', None, space.drafts[cfg.spec_tokens] if cfg.spec_tokens else SPEC_OFF))
-    if cfg.max_num_seqs: out.append(('cache', ['decode'] if cfg.layout == 'disagg' else None, {'max_num_seqs': cfg.max_num_seqs}))
+    if cfg.max_num_seqs: out.append(('cache', ['decode'] if cfg.layout == 'disagg' else None,
+                                     {'max_num_seqs': cfg.max_num_seqs}))
     out.append(('cache', None, {'host_offload_gb': cfg.host_offload_gb}))
     return out
 
@@ -191,21 +206,27 @@ def _differs(v:Variant, group:str, roles, changes:dict) -> bool:
     for k, val in changes.items():
         if group == 'routing' and k in FrontendRouting.model_fields:
             if getattr(v.spec.frontend.routing, k) != val: return True
-        elif any(getattr(getattr(w, group), k) != val for w in v.spec.workers if roles is None or w.role in roles): return True
+        elif any(getattr(getattr(w, group),
+                         k) != val for w in v.spec.workers if roles is None or w.role in roles): return True
     return False
 
 def config_variant(space:Space, cfg:Config, overrides:dict|None=None) -> Variant:
-    "The variant that deploys `cfg`: the recipe's topology for its layout, changed one setting group at a time (pins and checks apply)."
-    if cfg.layout not in space.topologies: raise WorkbenchError(f'layout {cfg.layout} is not in the space', 'build search variant', f'use one of {list(space.topologies)}')
+    """The variant that deploys `cfg`: the recipe's topology for its layout, changed one setting group at a time (pins
+    and checks apply)."""
+    if cfg.layout not in space.topologies: raise WorkbenchError(f'layout {cfg.layout} is not in the space',
+                                                                'build search variant',
+                                                                f'use one of {list(space.topologies)}')
     if cfg.spec_tokens and cfg.spec_tokens not in space.drafts:
-        raise WorkbenchError(f'no acceptance length on record for {cfg.spec_tokens} draft tokens', 'build search variant', f'use one of {list(space.drafts) or "none"}')
+        raise WorkbenchError(f'no acceptance length on record for {cfg.spec_tokens} draft tokens',
+                             'build search variant', f'use one of {list(space.drafts) or "none"}')
     v = rv = recipe_variant(space.recipe, space.topologies[cfg.layout])
     reasons = []
     for group, roles, ch in _steps(space, cfg, rv):
         if not _differs(v, group, roles, ch): continue
         v = variant(v, group, roles, override=(overrides or {}).get(group), **ch)
         if v.override: reasons.append(v.override)
-    return v.model_copy(update={'name': f'search: {cfg.label}', 'group': 'search', 'base': 'recipe', 'changes': cfg.model_dump(),
+    return v.model_copy(update={'name': f'search: {cfg.label}', 'group': 'search', 'base': 'recipe',
+                                'changes': cfg.model_dump(),
                                 'override': '; '.join(dict.fromkeys(reasons)) or None})
 
 def config_of(v:Variant) -> Config:
@@ -213,387 +234,12 @@ def config_of(v:Variant) -> Config:
     ws = {w.role: w for w in v.spec.workers}
     d, p = ws.get('decode') or ws['agg'], ws.get('prefill')
     s = d.speculative
-    return Config(layout='disagg' if p else 'agg', tp=d.parallelism.tensor_parallel_size, ep=d.parallelism.expert_parallel,
-                  dp=d.parallelism.data_parallel_size, replicas=d.parallelism.replicas, prefill_tp=p.parallelism.tensor_parallel_size if p else 0,
-                  prefill_ep=p.parallelism.expert_parallel if p else False, prefill_replicas=p.parallelism.replicas if p else 0,
-                  router='kv' if v.spec.frontend.routing.mode == 'kv' else 'round-robin', spec_tokens=(s.num_tokens or 0) if s.method != 'none' else 0,
+    return Config(layout='disagg' if p else 'agg', tp=d.parallelism.tensor_parallel_size,
+                  ep=d.parallelism.expert_parallel,
+                  dp=d.parallelism.data_parallel_size, replicas=d.parallelism.replicas,
+                  prefill_tp=p.parallelism.tensor_parallel_size if p else 0,
+                  prefill_ep=p.parallelism.expert_parallel if p else False,
+                  prefill_replicas=p.parallelism.replicas if p else 0,
+                  router='kv' if v.spec.frontend.routing.mode == 'kv' else 'round-robin',
+                  spec_tokens=(s.num_tokens or 0) if s.method != 'none' else 0,
                   host_offload_gb=d.cache.host_offload_gb)
-
-# %% ../../nbs/07_search/00_space.ipynb #8c45e92a
-class Evaluator:
-    "Simulates configurations of one space on the sim target, each (variant, concurrency) once; refusals kept with their reason."
-    def __init__(self, space:Space, sla:SLA, target:SimTarget, *, overrides:dict|None=None, on_point:Callable|None=None):
-        self.space, self.sla, self.target, self.overrides, self.on_point = space, sla, target, overrides, on_point
-        self.variants: dict[str, Variant] = {}      # key (group:hash) -> variant
-        self.configs: dict[str, Config] = {}        # key -> the configuration it deploys (search variants)
-        self.built: dict[Config, str|None] = {}     # configuration -> key, None when refused
-        self.refused: dict[str, str] = {}           # configuration label -> why
-        self.failed: dict[str, str] = {}            # key -> why the simulator refused the variant
-        self.points: dict[tuple[str, int], BenchResult] = {}
-
-    @staticmethod
-    def key(v:Variant) -> str: return f'{v.group or "recipe"}:{v.hash}'
-
-    def variant(self, cfg:Config) -> Variant|None:
-        "The variant of `cfg`, or None when it is refused (over the budget, a pin, a failed check, not modelled)."
-        if cfg in self.built: return None if self.built[cfg] is None else self.variants[self.built[cfg]]
-        why, v = None, None
-        if cfg.gpus > self.space.gpus: why = f'needs {cfg.gpus} GPUs; the budget is {self.space.gpus}'
-        elif cfg.spec_tokens and cfg.host_offload_gb: why = 'host offload with speculative decoding: the replay engine does not run them together yet'
-        else:
-            try: v = config_variant(self.space, cfg, self.overrides)
-            except WorkbenchError as e: why = e.what
-            if v is not None and (nm := unmodelled(v)): why = 'not modelled by the simulator: ' + '; '.join(nm)
-        if why: self.built[cfg] = None; self.refused[cfg.label] = why; return None
-        k = self.built[cfg] = self.key(v)
-        self.variants[k] = v; self.configs.setdefault(k, cfg)
-        return v
-
-    def point(self, v:Variant, c:int) -> BenchResult|None:
-        "`v` simulated at concurrency `c`, once; None when the simulator refuses `v` (its reason is kept)."
-        k = self.key(v)
-        if k in self.failed: return None
-        if (k, c) not in self.points:
-            try: r = self.target.point(v, c, telemetry_ms=None)
-            except WorkbenchError as e:
-                self.failed[k] = self.refused[self.configs[k].label if k in self.configs else v.name] = e.what; return None
-            self.variants.setdefault(k, v); self.points[(k, c)] = r
-            if self.on_point: self.on_point(v, r)
-        return self.points[(k, c)]
-
-    def sla_max(self, v:Variant, hint:int|None=None) -> SLAMax|None:
-        "`v`'s SLA-constrained maximum, searching the concurrency through the cache (None when `v` is refused)."
-        if self.point(v, max(1, hint or 1)) is None: return None
-        return search_sla_max(lambda c: self.point(v, c), self.sla, hint=hint, hi=self.space.max_concurrency)
-
-    def frame(self) -> pd.DataFrame:
-        "One row per simulated point: the report's results columns, plus kind (search or recipe), layout, GPUs and the delta band."
-        res = list(self.points.values())
-        keys = [k for k, _ in self.points]
-        labels = {self.variants[k].name: self.configs[k].label if k in self.configs else _ref_label(self.variants[k]) for k in keys}
-        df = report.results_frame(res, self.sla, labels=labels)
-        return df.assign(key=keys, variant_hash=[r.variant_hash for r in res], kind=['search' if k in self.configs else 'recipe' for k in keys],
-                         layout=[self.variants[k].spec.kind for k in keys], gpus=[r.total_gpus for r in res],
-                         delta_band=[r.extra.get('delta_band') for r in res])
-
-def _ref_label(v:Variant) -> str: return f'recipe {v.topology_name} ({v.spec.shape()})'
-
-# %% ../../nbs/07_search/00_space.ipynb #1e47f1fe
-START_CONCURRENCIES = (2, 8, 32)     # per replica, for the baseline's first trials
-PER_REPLICA_MAX = 64
-
-def _nearest(val, allowed:list):
-    "`val` when allowed, else the nearest allowed number (or the first allowed value)."
-    if val in allowed: return val
-    nums = [a for a in allowed if isinstance(a, (int, float)) and not isinstance(a, bool)]
-    return min(nums, key=lambda a: abs(a - val)) if nums and isinstance(val, (int, float)) else allowed[0]
-
-def start_config(space:Space) -> Config:
-    "The baseline's configuration, moved into the space where a pin or a restriction excludes one of its values."
-    lay = next(iter(space.topologies))
-    b = config_of(baseline(space.recipe, space.topologies[lay])).model_dump()
-    for k in ('tp', 'ep', 'dp', 'router', 'spec_tokens', 'max_num_seqs', 'host_offload_gb'): b[k] = _nearest(b[k], getattr(space, k))
-    if b['prefill_tp']: b['prefill_tp'], b['prefill_ep'] = _nearest(b['prefill_tp'], space.tp), _nearest(b['prefill_ep'], space.ep)
-    c = Config(**b)
-    while c.gpus > space.gpus and max(c.replicas, c.prefill_replicas) > 1:
-        c = c.model_copy(update={'replicas': max(1, c.replicas - 1)} if c.replicas >= c.prefill_replicas else {'prefill_replicas': c.prefill_replicas - 1})
-    return c
-
-def _params(c:Config) -> dict:
-    "`c` as the optuna parameters `_suggest` draws."
-    names = ['layout', 'tp', 'ep', 'dp', 'replicas'] + (['prefill_tp', 'prefill_ep', 'prefill_replicas'] if c.layout == 'disagg' else []) + \
-            ['router', 'spec_tokens', 'max_num_seqs', 'host_offload_gb']
-    return {n: getattr(c, n) for n in names}
-
-def _suggest(trial, s:Space) -> tuple[Config, int]:
-    "One (configuration, concurrency) drawn by `trial` from space `s`."
-    cat = trial.suggest_categorical
-    kw = dict(layout=cat('layout', list(s.topologies)), tp=cat('tp', s.tp), ep=cat('ep', s.ep), dp=cat('dp', s.dp),
-              replicas=trial.suggest_int('replicas', 1, s.max_replicas))
-    if kw['layout'] == 'disagg':
-        kw.update(prefill_tp=cat('prefill_tp', s.tp), prefill_ep=cat('prefill_ep', s.ep), prefill_replicas=trial.suggest_int('prefill_replicas', 1, max(1, s.max_replicas - 1)))
-    kw.update(router=cat('router', s.router), spec_tokens=cat('spec_tokens', s.spec_tokens), max_num_seqs=cat('max_num_seqs', s.max_num_seqs),
-              host_offload_gb=cat('host_offload_gb', s.host_offload_gb))
-    cfg = Config(**kw)
-    return cfg, min(s.max_concurrency, cfg.replicas*trial.suggest_int('concurrency_per_replica', 1, PER_REPLICA_MAX, log=True))
-
-def _objective(ev:Evaluator):
-    "The optuna objective: (tok/s/GPU, tok/s/user) of one simulated point, the SLA margin as a constraint."
-    def f(trial):
-        cfg, c = _suggest(trial, ev.space)
-        trial.set_user_attr('config', cfg.model_dump()); trial.set_user_attr('concurrency', c)   # what another worker rebuilds the point from
-        trial.set_user_attr('worker', WORKER)
-        v = ev.variant(cfg)
-        r = ev.point(v, c) if v is not None else None
-        m = None if r is None else sla_margin(r, ev.sla)
-        trial.set_constraint('sla', 1.0 if m is None else -m)
-        return (0.0, 0.0) if r is None else (r.output_tok_s_per_gpu or 0.0, sla_verdict(r, ev.sla).user_tok_s or 0.0)
-    return f
-
-# %% ../../nbs/07_search/00_space.ipynb #0bb76d31
-WORKER = f'{socket.gethostname()}:{os.getpid()}'   # which process ran a trial (a shared study's trials come from several)
-
-def optuna_storage(desc:tuple|None):
-    """The optuna storage a descriptor names (descriptors travel to worker processes): None, in memory; ('rdb', SQLAlchemy URL, libpq
-    password file or None), optuna's RDBStorage (PostgreSQL: one study over machines); ('journal', path), a journal file (one machine)."""
-    import optuna
-    if desc is None: return None
-    if desc[0] == 'journal':
-        from optuna.storages.journal import JournalFileBackend
-        return optuna.storages.JournalStorage(JournalFileBackend(str(desc[1])))
-    kw = {'pool_pre_ping': True} | ({'connect_args': {'passfile': desc[2], 'connect_timeout': 10}} if desc[2] else {})
-    for attempt in range(5):   # workers that open a new database at once all create optuna's tables: the losers retry and find them
-        try: return optuna.storages.RDBStorage(desc[1], engine_kwargs=kw, heartbeat_interval=60, grace_period=120)
-        except Exception as e:
-            if attempt < 4 and ('already exists' in str(e) or 'duplicate key' in str(e)): time.sleep(0.5 + attempt*random.random()); continue
-            raise WorkbenchError(f'cannot open the search storage {desc[1]}: {" ".join(str(e).split())[:300]}', 'open the search storage',
-                                 'check the URL (postgresql+psycopg://USER@HOST:PORT/DB; the password in $PGPASSFILE), or `workbench server start`') from None
-
-def _run_optuna(ev:Evaluator, *, budget_s:float, seed:int, max_trials:int|None, storage:tuple|None=None, study_name:str|None=None) -> int:
-    """Run the TPE search from the baseline until the budget or `max_trials` (over the whole study); returns the trials in the study.
-    With a shared `storage` (`optuna_storage`), every worker that names the same `study_name` adds its trials to one study, and the
-    points of the others' trials are read back into `ev` (from the point cache when they share this machine's runs/ folder)."""
-    import optuna
-    from optuna.study import MaxTrialsCallback
-    from optuna.trial import TrialState
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', optuna.exceptions.ExperimentalWarning)
-        sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=storage is not None)
-        st = optuna.create_study(directions=['maximize', 'maximize'], sampler=sampler, storage=optuna_storage(storage), study_name=study_name,
-                                 load_if_exists=storage is not None)
-        if not st.trials:
-            for c in START_CONCURRENCIES: st.enqueue_trial({**_params(start_config(ev.space)), 'concurrency_per_replica': c})
-        cb = [MaxTrialsCallback(max_trials, states=(TrialState.COMPLETE,))] if max_trials else []
-        st.optimize(_objective(ev), n_trials=None if storage is not None else max_trials, timeout=budget_s, callbacks=cb)
-    return gather(ev, st) if storage is not None else len(st.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
-
-def gather(ev:Evaluator, st) -> int:
-    "Read every complete trial of optuna study `st` (all workers') back into `ev` as points; returns how many trials it holds."
-    from optuna.trial import TrialState
-    trials = st.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    for t in trials:
-        if 'config' in t.user_attrs and (v := ev.variant(Config(**t.user_attrs['config']))) is not None: ev.point(v, t.user_attrs['concurrency'])
-    return len(trials)
-
-def _search_worker(model:str, storage:tuple, study_name:str, budget_s:float, *, kw:dict) -> int:
-    "One more worker of a shared search (a separate process): its own evaluator, the same study; returns the study's trials when it ended."
-    space = search_space(model, kw['gpus'], restrict=kw['restrict'])
-    ev = Evaluator(space, kw['sla'], SimTarget(kw['requests'], kw['seed'], progress=False), overrides=kw['overrides'])
-    return _run_optuna(ev, budget_s=budget_s, seed=kw['sampler_seed'], max_trials=kw['max_trials'], storage=storage, study_name=study_name)
-
-def _run_grid(ev:Evaluator, configs:list[Config], *, budget_s:float) -> int:
-    "Each configuration's SLA-constrained maximum, until the budget; returns how many configurations were tried."
-    t0 = time.monotonic()
-    for i, cfg in enumerate(configs):
-        if time.monotonic() - t0 > budget_s: return i
-        if (v := ev.variant(cfg)) is not None: ev.sla_max(v)
-    return len(configs)
-
-# %% ../../nbs/07_search/00_space.ipynb #15e1792d
-FLEET_COPIES = 10   # the default offered load: this many copies of the best recipe topology at its SLA maximum
-
-def cost(tok_s_per_gpu:float|None, gpus:int, *, usd_per_gpu_hour:float=USD_PER_GPU_HOUR, load_tok_s:float|None=None) -> dict:
-    "$ per million output tokens, and GPU-hours per day for whole copies of a `gpus`-GPU deployment serving `load_tok_s` output tok/s."
-    if not tok_s_per_gpu: return {'usd_per_mtok': None, 'gpu_hours_day': None, 'copies': None}
-    copies = max(1, math.ceil((load_tok_s or tok_s_per_gpu*gpus)/(tok_s_per_gpu*gpus) - 1e-9))
-    return {'usd_per_mtok': usd_per_gpu_hour/(tok_s_per_gpu*3600)*1e6, 'gpu_hours_day': copies*gpus*24.0, 'copies': copies}
-
-def _row(v:Variant, m:SLAMax|None, label:str, sla:SLA) -> dict:
-    "One ranking row: the SLA-constrained maximum of `v` and the point it comes from."
-    p = m.point if m else None
-    return {'label': label, 'variant': v.name, 'variant_hash': v.hash, 'topology': v.topology_name, 'layout': v.spec.kind, 'gpus': v.total_gpus,
-            'output_tok_s_per_gpu': m.output_tok_s_per_gpu if m else None, 'concurrency': m.concurrency if m else None,
-            'limited_by': m.limited_by if m else 'refused by the simulator', 'user_tok_s': sla_verdict(p, sla).user_tok_s if p else None,
-            'ttft_p50_ms': p.value('time_to_first_token', 'p50') if p else None, 'band': p.error_band.get('output_token_throughput') if p else None,
-            'delta_band': p.extra.get('delta_band') if p else None, 'provenance': 'simulated'}
-
-def _rank(ev:Evaluator, top_k:int) -> pd.DataFrame:
-    "The `top_k` search configurations by their best point under the SLA, refined to their SLA-constrained maximum."
-    d = ev.frame()
-    ok = d[(d.kind == 'search') & d.sla_passed.astype(bool) & d.output_tok_s_per_gpu.notna()]
-    if ok.empty: return pd.DataFrame(columns=list(_row(recipe_variant(ev.space.recipe), None, '', ev.sla)))
-    best = ok.loc[ok.groupby('key').output_tok_s_per_gpu.idxmax()].sort_values('output_tok_s_per_gpu', ascending=False)
-    rows, seen = [], set()
-    for _, b in best.iterrows():
-        if (e := _effective(ev.configs[b.key], b.concurrency)) in seen: continue
-        seen.add(e)
-        rows.append(_row(ev.variants[b.key], ev.sla_max(ev.variants[b.key], hint=int(b.concurrency)), b.label, ev.sla))
-        if len(rows) == top_k: break
-    return pd.DataFrame(rows).sort_values('output_tok_s_per_gpu', ascending=False, na_position='last').reset_index(drop=True)
-
-def _effective(cfg:Config, concurrency:float|None) -> tuple:
-    "`cfg` without what cannot have acted at `concurrency`: a batch limit above the requests per worker, a router in front of one worker."
-    d = cfg.model_dump()
-    if cfg.max_num_seqs and concurrency and cfg.max_num_seqs >= math.ceil(concurrency/cfg.replicas): d['max_num_seqs'] = None
-    if cfg.replicas == 1 and cfg.prefill_replicas <= 1: d['router'] = None
-    return tuple(sorted(d.items()))
-
-def _references(ev:Evaluator) -> pd.DataFrame:
-    "The recipe's topologies that fit the GPU budget, each at its SLA-constrained maximum on the same target and load."
-    rows = []
-    for t, spec in ev.space.recipe.topologies.items():
-        if spec.total_gpus > ev.space.gpus: continue
-        rv = recipe_variant(ev.space.recipe, t)
-        rows.append(_row(rv, ev.sla_max(rv), _ref_label(rv), ev.sla))
-    return pd.DataFrame(rows, columns=list(_row(recipe_variant(ev.space.recipe), None, '', ev.sla)))
-
-# %% ../../nbs/07_search/00_space.ipynb #de35f692
-@dataclass
-class SearchOutcome:
-    "What a search found: every point, the refined ranking, the recipe's references, refusals, timings and the cost inputs."
-    space: Space
-    sla: SLA
-    evaluator: Evaluator
-    strategy: str
-    trials: int
-    ranking: pd.DataFrame
-    references: pd.DataFrame
-    search_s: float
-    refine_s: float
-    requests: int
-    seed: int
-    budget_s: float
-    usd_per_gpu_hour: float = USD_PER_GPU_HOUR
-    load_tok_s: float|None = None
-    points: pd.DataFrame = field(default_factory=pd.DataFrame)
-
-    @property
-    def model(self) -> str: return self.space.recipe.id
-
-    @property
-    def frontier(self) -> pd.DataFrame:
-        "The Pareto frontier (tok/s/GPU against tok/s/user) of the search's points that meet the SLA."
-        d = self.points
-        return report.frontier(d[(d.kind == 'search') & d.sla_passed.astype(bool)])
-
-    @property
-    def configs_evaluated(self) -> int:
-        "Distinct search configurations simulated at least once."
-        return int(self.points[self.points.kind == 'search'].key.nunique()) if len(self.points) else 0
-
-    @property
-    def winner(self) -> pd.Series|None:
-        "The best configuration under the SLA (None when none meets it)."
-        r = self.ranking
-        return r.iloc[0] if len(r) and pd.notna(r.output_tok_s_per_gpu.iloc[0]) else None
-
-    @property
-    def reference(self) -> pd.Series|None:
-        "The best recipe topology within the budget, on the same target and load (None when none fits or meets the SLA)."
-        r = self.references.dropna(subset=['output_tok_s_per_gpu'])
-        return r.loc[r.output_tok_s_per_gpu.idxmax()] if len(r) else None
-
-def _with_cost(df:pd.DataFrame, price:float, load:float|None, ref:float|None) -> pd.DataFrame:
-    "`df` with $/Mtok, GPU-hours/day at the offered load, and the % change against reference tok/s/GPU `ref`."
-    cs = [cost(t if pd.notna(t) else None, int(g), usd_per_gpu_hour=price, load_tok_s=load) for t, g in zip(df.output_tok_s_per_gpu, df.gpus)]
-    return df.assign(usd_per_mtok=[c['usd_per_mtok'] for c in cs], gpu_hours_day=[c['gpu_hours_day'] for c in cs],
-                     vs_recipe_pct=[100*(t/ref - 1) if ref and pd.notna(t) else None for t in df.output_tok_s_per_gpu])
-
-def check_search_args(*, strategy:str='auto', budget_s:float=60, requests:int=300, top_k:int=3, usd_per_gpu_hour:float=USD_PER_GPU_HOUR,
-                      load_tok_s:float|None=None):
-    "Refuse search arguments that cannot work, before anything runs."
-    if strategy not in ('auto', 'optuna', 'grid'): raise WorkbenchError(f'strategy {strategy!r}', 'search', "use 'auto', 'optuna' or 'grid'")
-    if budget_s <= 0 or requests < 1 or top_k < 1: raise WorkbenchError(f'budget_s={budget_s}, requests={requests}, top_k={top_k}', 'search', 'give positive values')
-    if usd_per_gpu_hour <= 0: raise WorkbenchError(f'price {usd_per_gpu_hour}', 'search', 'give a positive USD price per GPU-hour')
-    if load_tok_s is not None and load_tok_s <= 0: raise WorkbenchError(f'offered load {load_tok_s}', 'search', 'give a positive output tok/s')
-
-def _optuna_workers(ev:Evaluator, model, *, left:float, seed:int, max_trials:int|None, storage:tuple|None, study_name:str|None, workers:int,
-                    kw:dict) -> int:
-    "Run the optuna search in this process and `workers - 1` more on one shared study (a journal file when no storage is named)."
-    if workers <= 1: return _run_optuna(ev, budget_s=left, seed=seed, max_trials=max_trials, storage=storage, study_name=study_name)
-    import multiprocessing as mp, tempfile
-    from concurrent.futures import ProcessPoolExecutor
-    from workbench.base.core import runs_dir
-    tmp = None
-    if storage is None:
-        (runs_dir()/'cache').mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix='optuna-', dir=runs_dir()/'cache')); storage = ('journal', tmp/'journal.log')
-    name = study_name or f'{ev.space.recipe.id}-{time.strftime("%Y%m%d-%H%M%S")}-{os.getpid()}'
-    try:
-        with ProcessPoolExecutor(workers - 1, mp_context=mp.get_context('spawn')) as pool:   # spawn: never fork a live engine runtime
-            futs = [pool.submit(_search_worker, model if isinstance(model, str) else model.id, storage, name, left,
-                                kw={**kw, 'max_trials': max_trials, 'sampler_seed': seed + i + 1}) for i in range(workers - 1)]
-            _run_optuna(ev, budget_s=left, seed=seed, max_trials=max_trials, storage=storage, study_name=name)
-            for f in futs: f.result()
-        import optuna
-        return gather(ev, optuna.load_study(study_name=name, storage=optuna_storage(storage)))   # every worker's points
-    finally:
-        if tmp is not None: shutil.rmtree(tmp, ignore_errors=True)
-
-def search(model:str|Recipe, *, gpus:int|None=None, sla:SLA|None=None, budget_s:float=60, requests:int=300, seed:int=42, top_k:int=3,
-           strategy:Literal['auto', 'optuna', 'grid']='auto', overrides:dict|None=None, restrict:dict|None=None, max_trials:int|None=None,
-           usd_per_gpu_hour:float=USD_PER_GPU_HOUR, load_tok_s:float|None=None, on_point:Callable|None=None, storage:tuple|None=None,
-           study_name:str|None=None, workers:int=1) -> SearchOutcome:
-    """Search deployments of `model` on the sim target under `sla` (default: the recipe's) within `gpus` GPUs in about `budget_s` seconds
-    (recipe references included). `workers` processes here, or several machines naming the same `storage` and `study_name`
-    (`optuna_storage`), search one optuna study together."""
-    check_search_args(strategy=strategy, budget_s=budget_s, requests=requests, top_k=top_k, usd_per_gpu_hour=usd_per_gpu_hour, load_tok_s=load_tok_s)
-    space = search_space(model, gpus, restrict=restrict)
-    sla = sla or space.recipe.sla
-    ev = Evaluator(space, sla, SimTarget(requests, seed, progress=False), overrides=overrides, on_point=on_point)
-    t0 = time.monotonic()
-    refs = _references(ev)                                   # the recipe first: its time counts against the budget
-    spent = time.monotonic() - t0
-    left = max(0.25*budget_s, budget_s - spent - top_k*4*spent/max(1, len(ev.points)))   # keep time to refine the best (~4 points each)
-    shared = storage is not None or workers > 1
-    configs = list(itertools.islice(space.configs(), None if strategy == 'grid' else GRID_MAX + 1)) if strategy != 'optuna' and not shared else []
-    if not shared and (strategy == 'grid' or (strategy == 'auto' and len(configs) <= GRID_MAX)): strategy, trials = 'grid', _run_grid(ev, configs, budget_s=left)
-    else:
-        kw = dict(gpus=gpus, restrict=restrict, sla=sla, requests=requests, seed=seed, overrides=overrides)
-        strategy, trials = 'optuna', _optuna_workers(ev, model, left=left, seed=seed, max_trials=max_trials, storage=storage, study_name=study_name,
-                                                     workers=workers, kw=kw)
-    t1 = time.monotonic()
-    ranking = _rank(ev, max(2, top_k))
-    ok = refs.dropna(subset=['output_tok_s_per_gpu'])
-    best_ref = ok.loc[ok.output_tok_s_per_gpu.idxmax()] if len(ok) else None
-    load = load_tok_s or (FLEET_COPIES*best_ref.output_tok_s_per_gpu*best_ref.gpus if best_ref is not None else None)
-    ref = best_ref.output_tok_s_per_gpu if best_ref is not None else None
-    return SearchOutcome(space=space, sla=sla, evaluator=ev, strategy=strategy, trials=trials, ranking=_with_cost(ranking, usd_per_gpu_hour, load, ref),
-                         references=_with_cost(refs, usd_per_gpu_hour, load, ref), search_s=t1 - t0, refine_s=time.monotonic() - t1,
-                         requests=requests, seed=seed, budget_s=budget_s, usd_per_gpu_hour=usd_per_gpu_hour, load_tok_s=load, points=ev.frame())
-
-# %% ../../nbs/07_search/00_space.ipynb #962b643e
-def landing(out:SearchOutcome) -> str:
-    "Where the search's best lands relative to the recipe, in the sim's own numbers."
-    w, r = out.winner, out.reference
-    if w is None: return f'the search found no configuration of {out.model} that meets the SLA within {out.space.gpus} GPUs'
-    if r is None: return f'search best: {w.label} at {w.output_tok_s_per_gpu:.1f} tok/s/GPU (simulated); no recipe topology fits {out.space.gpus} GPUs and meets the SLA to compare with'
-    pct = 100*(w.output_tok_s_per_gpu/r.output_tok_s_per_gpu - 1)
-    band = w.get('delta_band')
-    return (f'search best: {w.label} at {w.output_tok_s_per_gpu:.1f} tok/s/GPU vs {r.label} at {r.output_tok_s_per_gpu:.1f} '
-            f'({pct:+.1f}%): {landing_verdict(pct/100, band)} (simulated, same load and seed; started from the baseline)')
-
-def landing_verdict(delta:float, band:float|None) -> str:
-    "How a search best that differs from the recipe by `delta` (a fraction) compares, given the band of a simulated difference."
-    if band is None or pd.isna(band): return 'at least as good as the recipe' if delta >= 0 else 'below the recipe'
-    if delta >= 0: return f'better than the recipe, beyond the band \u00b1{band:.0%}' if delta > band else f'at least as good as the recipe (within the band \u00b1{band:.0%})'
-    return f'level with the recipe: {-delta:.1%} below it, within the band \u00b1{band:.0%} (not told apart)' if -delta <= band else f'below the recipe, beyond the band \u00b1{band:.0%}'
-
-def recommend(ranking:pd.DataFrame, measured:dict[str, float]|None=None) -> dict:
-    "Keep the winner only when its lead over the runner-up exceeds the delta band (and `measured` tok/s/GPU, when given, agrees on the order)."
-    r = ranking.dropna(subset=['output_tok_s_per_gpu'])
-    if len(r) < 2: return {'keep': len(r) == 1, 'lead': None, 'band': None, 'reason': 'only one configuration meets the SLA' if len(r) else 'no configuration meets the SLA'}
-    a, b = r.iloc[0], r.iloc[1]
-    lead, band = a.output_tok_s_per_gpu/b.output_tok_s_per_gpu - 1, a.delta_band if pd.notna(a.delta_band) else None
-    out = {'lead': lead, 'band': band}
-    if band is None: return out | {'keep': False, 'reason': f'lead {lead:+.1%} over the runner-up, but no error band is on record for these simulator inputs (run `workbench validate --write`)'}
-    if lead <= band: return out | {'keep': False, 'reason': f'lead {lead:+.1%} over the runner-up is within the error band \u00b1{band:.0%}: the two are not told apart'}
-    if measured and a.variant_hash in measured and b.variant_hash in measured and measured[a.variant_hash] <= measured[b.variant_hash]:
-        return out | {'keep': False, 'reason': f'lead {lead:+.1%} predicted, but the live target measured the runner-up at least as high'}
-    return out | {'keep': True, 'reason': f'lead {lead:+.1%} over the runner-up exceeds the error band \u00b1{band:.0%}' + (' and the live target agrees' if measured else '')}
-
-# %% ../../nbs/07_search/00_space.ipynb #8d6c7417
-def parse_sla(text:str|None, base:SLA) -> SLA:
-    "The SLA `base` with the limits in `text` ('ttft=MS,user=TOK_S,itl=MS') changed."
-    if not text: return base
-    d = {}
-    for part in text.split(','):
-        k, eq, v = part.strip().partition('=')
-        try: x = float(v)
-        except ValueError: x = None
-        if not eq or k not in ('ttft', 'user', 'itl') or x is None or x <= 0:
-            raise WorkbenchError(f'SLA term {part.strip()!r}', 'parse --sla', 'write ttft=MS,user=TOK_S or itl=MS with positive numbers, e.g. ttft=2000,user=60')
-        if k == 'ttft': d['max_ttft_ms'] = x
-        else: d['min_output_tok_s_per_user'] = x if k == 'user' else 1000/x
-    return base.model_copy(update=d)

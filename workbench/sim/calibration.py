@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..base.core import WorkbenchError, content_hash, runs_dir, unique_tmp
 from ..domain.results import BenchResult, SLA, not_b200, quantity
 from .physics import StepPhysics, Factors, Pricing
+from ..domain.metrics import GPU_TPS, ITL_P50, TTFT_P50, USER_TPS_P50
+
 
 # %% auto #0
 __all__ = ['N_GLOBAL', 'PRIOR_SD', 'SHARED_SD', 'OBS_SD', 'STEPS', 'MAX_STEP', 'FIT_VERSION', 'DEFAULT_REFIT', 'Observation',
@@ -20,14 +22,16 @@ __all__ = ['N_GLOBAL', 'PRIOR_SD', 'SHARED_SD', 'OBS_SD', 'STEPS', 'MAX_STEP', '
 
 # %% ../../nbs/02_sim/04_calibration.ipynb #6a563c52
 class Observation(BaseModel):
-    "One observed statistic of one point (e.g. TTFT p50 = 525 ms), named by its `workbench.domain.results.QUANTITIES` key."
+    """One observed statistic of one point (e.g. TTFT p50 = 525 ms), named by its `workbench.domain.metrics.QUANTITIES`
+    key."""
     model_config = ConfigDict(extra='forbid')
     key: str
     value: float = Field(gt=0)
     fit: bool = True                  # False: reported as a residual, does not drive the fit
 
 class FitPoint(BaseModel):
-    "A configuration with observed numbers: simulator setup, concurrency (None: a published maximum), observations, source."
+    """A configuration with observed numbers: simulator setup, concurrency (None: a published maximum), observations,
+    source."""
     model_config = ConfigDict(extra='forbid')
     label: str
     source: str
@@ -43,14 +47,15 @@ class FitPoint(BaseModel):
         return content_hash(self.setup)
 
     def model_post_init(self, _):
-        if self.concurrency is None and ([o.key for o in self.observations] != ['output_token_throughput_per_gpu'] or self.sla is None):
+        if self.concurrency is None and ([o.key for o in self.observations] != [GPU_TPS] or self.sla is None):
             raise WorkbenchError(f'fit point {self.label} has no concurrency', 'describe a fit point',
                                  'a published maximum observes output_token_throughput_per_gpu only and names its SLA')
 
 # %% ../../nbs/02_sim/04_calibration.ipynb #cc0f7a65
 N_GLOBAL, PRIOR_SD, SHARED_SD, OBS_SD = 5, 0.25, 0.3, 0.1
 STEPS = (0.5, 0.01, 0.5, 0.05, 0.05)      # finite-difference steps of the global parameters (ms, ms, ms, log, log)
-MAX_STEP = (5.0, 0.05, 3.0, 0.5, 0.5)     # the largest move of a global parameter in one iteration (the models' own: 0.5 in log)
+# the largest move of a global parameter in one iteration (the models' own: 0.5 in log)
+MAX_STEP = (5.0, 0.05, 3.0, 0.5, 0.5)
 
 def _pricing(x:np.ndarray, models:list[str], model:str) -> Pricing:
     "The pricing of `model` at parameter vector `x` (a model outside `models` gets the shared factors)."
@@ -73,13 +78,15 @@ def _residuals(values:dict, points:dict, held_out, x, *, models, prior_sd:float)
                 sim = v.get(o.key)
                 if sim is None or not sim > 0:
                     raise WorkbenchError(f'the simulation of {m} {p.label} gave no {o.key}', 'fit the simulator',
-                                         'check that the simulated point completes requests and meets the SLA somewhere')
+                            'check that the simulated point completes requests and meets the SLA somewhere')
                 r.append(math.log(sim/o.value)/OBS_SD)
     return np.array(r + list(x[3:5]/SHARED_SD) + list(x[N_GLOBAL:]/prior_sd))
 
 def _labels(points:dict, held_out, models:list[str]) -> tuple[list[str], list[str]]:
-    "Names of the residuals (rows: 'model/point/quantity', then the priors) and of the parameters (columns), in `_residuals`' order."
-    rows = [f'{m}/{p.label}/{o.key}' for m in models for p in points[m] for o in p.observations if o.fit and not _held(held_out, m, p.label, o.key)]
+    """Names of the residuals (rows: 'model/point/quantity', then the priors) and of the parameters (columns), in
+    `_residuals`' order."""
+    rows = [f'{m}/{p.label}/{o.key}' for m in models for p in points[m] for o in p.observations if o.fit
+            and not _held(held_out, m, p.label, o.key)]
     shared = ['shared/prefill', 'shared/decode']
     own = [f'{m}/{k}' for m in models for k in ('prefill', 'decode')]
     return rows + [f'prior {x}' for x in shared + own], ['step_ms', 'layer_comm_ms', 'draft_ms'] + shared + own
@@ -91,7 +98,8 @@ def _evaluate_all(evaluate:Callable, tasks:list, pool=None) -> list:
 
 # %% ../../nbs/02_sim/04_calibration.ipynb #40f44b28
 def _jacobian(evaluate, points, held_out, x, *, models, prior_sd, r0, values0, pool, free):
-    "Finite-difference Jacobian of the residuals (global columns: every model; a model's columns: that model only; fixed ones zero)."
+    """Finite-difference Jacobian of the residuals (global columns: every model; a model's columns: that model only;
+    fixed ones zero)."""
     cols, tasks = [], []
     for i in range(len(x)):
         if not free[i]: continue
@@ -106,37 +114,50 @@ def _jacobian(evaluate, points, held_out, x, *, models, prior_sd, r0, values0, p
         J[:, i] = (_residuals(vals, points, held_out, xi, models=models, prior_sd=prior_sd) - r0)/h
     return J
 
-def fit(evaluate:Callable, points:dict[str, list[FitPoint]], *, held_out=(), prior_sd:float=PRIOR_SD, start=None, maxit:int=12,
-        tol:float=1e-3, workers:int=1, physics:StepPhysics|None=None, jacobian=None, progress=None, refresh:bool=True) -> tuple:
-    """Joint Levenberg-Marquardt fit: (parameters, simulated values per model at them, iterations, Jacobian). `physics`: hold the step
-    physics at these values and fit the factors only; `jacobian`: a starting Jacobian (a warm start's; `refresh=False` keeps it, with
+def fit(evaluate:Callable, points:dict[str, list[FitPoint]], *, held_out=(), prior_sd:float=PRIOR_SD, start=None,
+        maxit:int=12,
+        tol:float=1e-3, workers:int=1, physics:StepPhysics|None=None, jacobian=None, progress=None,
+        refresh:bool=True) -> tuple:
+    """Joint Levenberg-Marquardt fit: (parameters, simulated values per model at them, iterations, Jacobian).
+    `physics`: hold the step
+    physics at these values and fit the factors only; `jacobian`: a starting Jacobian (a warm start's; `refresh=False`
+    keeps it, with
     Broyden's updates, and damps a failed step instead of computing a new one); `progress(text)` hears each step."""
     if workers > 1:
-        with ProcessPoolExecutor(workers) as pool: return _fit(evaluate, points, held_out, prior_sd, start=start, maxit=maxit, tol=tol, pool=pool, physics=physics,
+        with ProcessPoolExecutor(workers) as pool: return _fit(evaluate, points, held_out, prior_sd, start=start,
+                                                               maxit=maxit, tol=tol, pool=pool, physics=physics,
                                                                J0=jacobian, progress=progress, refresh=refresh)
-    return _fit(evaluate, points, held_out, prior_sd, start=start, maxit=maxit, tol=tol, pool=None, physics=physics, J0=jacobian,
+    return _fit(evaluate, points, held_out, prior_sd, start=start, maxit=maxit, tol=tol, pool=None, physics=physics,
+                J0=jacobian,
                 progress=progress, refresh=refresh)
 
-def _fit(evaluate, points, held_out, prior_sd, *, start, maxit, tol, pool, physics=None, J0=None, progress=None, refresh=True):
-    """The Levenberg-Marquardt loop of `fit`, evaluating in `pool` (None: this process): a Jacobian computed once (or given), then
+def _fit(evaluate, points, held_out, prior_sd, *, start, maxit, tol, pool, physics=None, J0=None, progress=None,
+         refresh=True):
+    """The Levenberg-Marquardt loop of `fit`, evaluating in `pool` (None: this process): a Jacobian computed once (or
+    given), then
     Broyden's updates after each accepted step; a fresh one only when a step fails on a stale one."""
     models = sorted(points)
     x = np.array(start if start is not None else [0.0]*N_GLOBAL + [0.0]*2*len(models), float)
     free = np.ones(len(x), bool)
     if physics is not None: x[:3], free[:3] = [physics.step_ms, physics.layer_comm_ms, physics.draft_ms], False
-    run = lambda x: dict(zip(models, _evaluate_all(evaluate, [(m, points[m], _pricing(x, models, m)) for m in models], pool)))
+    run = lambda x: dict(zip(models, _evaluate_all(evaluate, [(m, points[m], _pricing(x, models, m)) for m in models],
+                                                   pool)))
     values = run(x); r = _residuals(values, points, held_out, x, models=models, prior_sd=prior_sd)
-    if len(r) == 2 + 2*len(models): raise WorkbenchError('no observation is left to fit', 'fit the simulator', 'hold out fewer points')
+    if len(r) == 2 + 2*len(models): raise WorkbenchError('no observation is left to fit', 'fit the simulator',
+                                                         'hold out fewer points')
     lam, it, J = 1e-2, 0, (None if J0 is None or J0.shape != (len(r), len(x)) else J0)
     fresh = J is not None and not refresh
     for it in range(1, maxit + 1):
-        if J is None: J, fresh = _jacobian(evaluate, points, held_out, x, models=models, prior_sd=prior_sd, r0=r, values0=values, pool=pool, free=free), True
+        if J is None: J, fresh = _jacobian(evaluate, points, held_out, x, models=models, prior_sd=prior_sd, r0=r,
+                                           values0=values, pool=pool, free=free), True
         A = J.T @ J; dx = -np.linalg.solve(A + lam*np.diag(np.diag(A) + 1e-9), J.T @ r)*free
         lim = np.array(MAX_STEP + (0.5,)*(len(x) - N_GLOBAL))
         x1 = x + np.clip(dx, -lim, lim); x1[:3] = np.maximum(x1[:3], 0.0)
         v1 = run(x1); r1 = _residuals(v1, points, held_out, x1, models=models, prior_sd=prior_sd)
-        if progress: progress(f'iteration {it}: loss {r @ r:.4f} -> {r1 @ r1:.4f} (lambda {lam:g}) at step {x1[0]:.2f} ms, layer '
-                              f'{1000*x1[1]:.0f} us, draft {x1[2]:.2f} ms, shared factors {math.exp(x1[3]):.2f}/{math.exp(x1[4]):.2f}')
+        if progress: progress(f'iteration {it}: loss {r @ r:.4f} -> {r1 @ r1:.4f} (lambda {lam:g}) at step {x1[0]:.2f} '
+                              'ms, layer '
+                              f'{1000*x1[1]:.0f} us, draft {x1[2]:.2f} ms, shared factors '
+                              f'{math.exp(x1[3]):.2f}/{math.exp(x1[4]):.2f}')
         if r1 @ r1 < r @ r:
             step = x1 - x
             J = J + np.outer(r1 - r - J @ step, step)/float(step @ step or 1)      # Broyden's update
@@ -150,7 +171,8 @@ def _fit(evaluate, points, held_out, prior_sd, *, start, maxit, tol, pool, physi
 
 # %% ../../nbs/02_sim/04_calibration.ipynb #a769fd22
 class Calibration(BaseModel):
-    "The jointly fitted prices: shared step physics and factors, per-model factors, and every residual (held-out ones predicted)."
+    """The jointly fitted prices: shared step physics and factors, per-model factors, and every residual (held-out ones
+    predicted)."""
     model_config = ConfigDict(extra='forbid')
     id: str
     physics: StepPhysics
@@ -160,12 +182,14 @@ class Calibration(BaseModel):
     points: dict[str, list[FitPoint]]
     held_out: list[str] = []
     excluded: list[str] = []
-    residuals: dict[str, dict[str, dict[str, float]]] = Field(default_factory=dict)   # model -> point -> quantity -> simulated/observed - 1
+    # model -> point -> quantity -> simulated/observed - 1
+    residuals: dict[str, dict[str, dict[str, float]]] = Field(default_factory=dict)
     iterations: int = 0
     versions: dict = Field(default_factory=dict)
     assumptions: dict = Field(default_factory=dict)
     created: str = ''
-    jacobian: list[list[float]] = []       # the fit's last Jacobian, rows and columns named (a warm start for held-out refits)
+    # the fit's last Jacobian, rows and columns named (a warm start for held-out refits)
+    jacobian: list[list[float]] = []
     jac_rows: list[str] = []
     jac_cols: list[str] = []
 
@@ -188,43 +212,56 @@ def calibrations_dir() -> Path:
     "Where fitted calibrations are cached (`runs/cache/calibrations`)."
     d = runs_dir()/'cache'/'calibrations'; d.mkdir(parents=True, exist_ok=True); return d
 
-FIT_VERSION = 4   # bump when the fit itself changes (its priors, steps or noise scale): cached calibrations stop matching
+# bump when the fit itself changes (its priors, steps or noise scale): cached calibrations stop matching
+FIT_VERSION = 4
 
 def _table(points:dict, values:dict) -> dict:
     "model -> point -> quantity -> simulated/observed - 1."
-    return {m: {p.label: {o.key: v[o.key]/o.value - 1 for o in p.observations if v.get(o.key)} for p, v in zip(points[m], values[m])}
+    return {m: {p.label: {o.key: v[o.key]/o.value - 1 for o in p.observations if v.get(o.key)} for p,
+                v in zip(points[m], values[m])}
             for m in values}
 
 # %% ../../nbs/02_sim/04_calibration.ipynb #f6659c41
-def calibrate(points:dict[str, list[FitPoint]], evaluate:Callable, *, held_out=(), exclude=(), prior_sd:float=PRIOR_SD, start=None,
-              versions:dict|None=None, assumptions:dict|None=None, store:bool=True, directory=None, workers:int=1, physics:StepPhysics|None=None,
+def calibrate(points:dict[str, list[FitPoint]], evaluate:Callable, *, held_out=(), exclude=(), prior_sd:float=PRIOR_SD,
+              start=None,
+              versions:dict|None=None, assumptions:dict|None=None, store:bool=True, directory=None, workers:int=1,
+              physics:StepPhysics|None=None,
               progress=None, maxit:int=12, refresh:bool=True) -> Calibration:
-    "Fit the physics (unless given) and factors on `points` (less held-out ones and `exclude`d models), record every residual, store as JSON."
+    """Fit the physics (unless given) and factors on `points` (less held-out ones and `exclude`d models), record every
+    residual, store as JSON."""
     held_out, exclude = sorted(held_out), sorted(exclude)
-    cid = content_hash(dict(points={m: [p.model_dump(mode='json') for p in ps] for m, ps in sorted(points.items())}, held_out=held_out,
-                            exclude=exclude, prior_sd=prior_sd, fit=[FIT_VERSION, SHARED_SD, OBS_SD], versions=versions or {}, assumptions=assumptions or {},
+    cid = content_hash(dict(points={m: [p.model_dump(mode='json') for p in ps] for m, ps in sorted(points.items())},
+                            held_out=held_out,
+                            exclude=exclude, prior_sd=prior_sd, fit=[FIT_VERSION, SHARED_SD, OBS_SD],
+                            versions=versions or {}, assumptions=assumptions or {},
                             physics=physics and physics.model_dump()))
     path = Path(directory or calibrations_dir())/f'{cid}.json'
     if store and path.exists(): return load_calibration(path)
     fitted = {m: [p for p in ps if any(o.fit and not _held(held_out, m, p.label, o.key) for o in p.observations)]
-              for m, ps in points.items() if m not in exclude}       # points with nothing to fit are only predicted, at the end
+              # points with nothing to fit are only predicted, at the end
+              for m, ps in points.items() if m not in exclude}
     fitted = {m: ps for m, ps in fitted.items() if ps}
     if not fitted: raise WorkbenchError('every model is excluded', 'calibrate the simulator', 'exclude fewer models')
     models = sorted(fitted)
-    x0 = None if start is None else [start.physics.step_ms, start.physics.layer_comm_ms, start.physics.draft_ms, *start.shared.logs] + \
+    x0 = None if start is None else [start.physics.step_ms, start.physics.layer_comm_ms, start.physics.draft_ms,
+                                     *start.shared.logs] + \
          [float(v) for m in models for v in (start.factors.get(m, start.shared).logs - start.shared.logs)]
     rows, cols = _labels(fitted, held_out, models)
     J0 = start.jacobian_for(rows, cols) if start is not None else None
-    x, _, n, J = fit(evaluate, fitted, held_out=held_out, prior_sd=prior_sd, start=x0, workers=workers, physics=physics, jacobian=J0,
+    x, _, n, J = fit(evaluate, fitted, held_out=held_out, prior_sd=prior_sd, start=x0, workers=workers,
+                     physics=physics, jacobian=J0,
                      progress=progress, maxit=maxit, refresh=refresh)
     cal = Calibration(id=cid, physics=_pricing(x, models, models[0]).physics, shared=Factors.from_logs(x[3:5]),
-                      factors={m: _pricing(x, models, m).factors for m in models}, prior_sd=prior_sd, points=points, held_out=held_out,
+                      factors={m: _pricing(x, models, m).factors for m in models}, prior_sd=prior_sd, points=points,
+                      held_out=held_out,
                       excluded=exclude, iterations=n, versions=versions or {}, assumptions=assumptions or {},
                       created=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), jac_rows=rows, jac_cols=cols,
                       jacobian=[] if J is None else np.asarray(J).round(6).tolist())
     tasks = [(m, points[m], cal.pricing(m)) for m in sorted(points)]
     if workers > 1:
-        with ProcessPoolExecutor(min(workers, len(tasks))) as pool: values = dict(zip(sorted(points), _evaluate_all(evaluate, tasks, pool)))
+        with ProcessPoolExecutor(min(workers, len(tasks))) as pool: values = dict(zip(sorted(points),
+                                                                                      _evaluate_all(evaluate, tasks,
+                                                                                              pool)))
     else: values = dict(zip(sorted(points), _evaluate_all(evaluate, tasks)))
     cal = cal.model_copy(update={'residuals': _table(points, values)})
     if store:
@@ -237,24 +274,32 @@ def load_calibration(path_or_id) -> Calibration:
     p = Path(path_or_id)
     if not p.suffix: p = calibrations_dir()/f'{path_or_id}.json'
     if not p.exists(): raise WorkbenchError(f'no calibration at {p}', 'load calibration',
-                                            'fit one with calibrate()/refit() or pass the path of a stored calibration JSON')
+                                            'fit one with calibrate()/refit() or pass the path of a stored calibration '
+                                            'JSON')
     return Calibration.model_validate_json(p.read_text())
 
 # %% ../../nbs/02_sim/04_calibration.ipynb #0b460348
-DEFAULT_REFIT = (('time_to_first_token.p50', True), ('inter_token_latency.p50', True), ('output_token_throughput_per_gpu', True),
-                 ('output_token_throughput_per_user.p50', True))
+DEFAULT_REFIT = ((TTFT_P50, True), (ITL_P50, True), (GPU_TPS, True),
+                 (USER_TPS_P50, True))
 
-def points_from_results(results:list[BenchResult], setup_of:Callable[[BenchResult], dict], observe=DEFAULT_REFIT) -> list[FitPoint]:
-    "Fit points from measured/published results: one per result, with the observations `observe` names (quantity key, fit)."
+def points_from_results(results:list[BenchResult], setup_of:Callable[[BenchResult], dict],
+                        observe=DEFAULT_REFIT) -> list[FitPoint]:
+    """Fit points from measured/published results: one per result, with the observations `observe` names (quantity key,
+    fit)."""
     pts = []
     for r in results:
-        if r.provenance == 'simulated': raise WorkbenchError(f'{r.variant} c{r.concurrency} is a simulated result', 'refit calibration',
+        if r.provenance == 'simulated': raise WorkbenchError(f'{r.variant} c{r.concurrency} is a simulated result',
+                                                             'refit calibration',
                                                              'refit only on measured or published results')
-        if why := not_b200(r.extra.get('provenance')): raise WorkbenchError(f'{r.variant} c{r.concurrency}: {why}', 'refit calibration',
-                                                                             'refit only on B200 measurements or published points')
+        if why := not_b200(r.extra.get('provenance')): raise WorkbenchError(f'{r.variant} c{r.concurrency}: {why}',
+                'refit calibration',
+                                                                             'refit only on B200 measurements or '
+                                                                             'published points')
         obs = [Observation(key=k, value=v, fit=fit) for k, fit in observe if (v := quantity(r, k))]
-        if not obs: raise WorkbenchError(f'{r.variant} c{r.concurrency} has none of {[k for k, _ in observe]}', 'refit calibration',
+        if not obs: raise WorkbenchError(f'{r.variant} c{r.concurrency} has none of {[k for k, _ in observe]}',
+                                         'refit calibration',
                                          'pass results that carry TTFT/ITL/throughput metrics')
-        pts.append(FitPoint(label=f'{r.variant}@c{r.concurrency}', source=f'{r.provenance}:{r.target}:{r.extra.get("export", "")}',
+        pts.append(FitPoint(label=f'{r.variant}@c{r.concurrency}',
+                            source=f'{r.provenance}:{r.target}:{r.extra.get("export", "")}',
                             setup=setup_of(r), concurrency=r.concurrency, observations=obs))
     return pts

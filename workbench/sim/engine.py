@@ -10,16 +10,17 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..base.core import WorkbenchError, content_hash, runs_dir, unique_tmp
-from ..domain.results import BenchResult, Metric, metric_of
+from ..domain.results import BenchResult
 from . import timing
 from .physics import Factors, Pricing, step_profile
 from .workload import SessionModel, session_stream
+from ..domain.metrics import DURATION, ISL, ITL, OSL
+from .readout import report_metrics, result_from_report
 
 # %% auto #0
 __all__ = ['WARMUP_SEED', 'WARMUP_IDS', 'ROUTERS', 'TELEMETRY_MS', 'PILOT_PER_WORKER', 'PILOT_FORMAT', 'accept_rates',
            'position_rates', 'implied_length', 'SimWorker', 'SimWorkload', 'over_context', 'workload_trace', 'SimSetup',
-           'host_blocks', 'offload_patch', 'pool_profile', 'engine_args', 'replay_signals', 'measured_records',
-           'report_metrics', 'reuse_share', 'result_from_report', 'replay', 'prefill_prices', 'measured_count',
+           'host_blocks', 'offload_patch', 'pool_profile', 'engine_args', 'replay', 'prefill_prices', 'measured_count',
            'simulate']
 
 # %% ../../nbs/02_sim/03_engine.ipynb #7998cf28
@@ -35,7 +36,8 @@ def accept_rates(acceptance_length:float, k:int) -> list[float]:
     return [round((lo+hi)/2, 6)]*k
 
 def position_rates(lengths:dict[int, float], k:int) -> list[float]|None:
-    "Per-position conditional acceptance rates for `k` drafts from published acceptance lengths at 1..k drafts (None if any is missing)."
+    """Per-position conditional acceptance rates for `k` drafts from published acceptance lengths at 1..k drafts (None
+    if any is missing)."""
     if any(j not in lengths for j in range(1, k+1)): return None
     rates, reach, prev = [], 1.0, 1.0          # reach: P(every earlier draft accepted)
     for j in range(1, k+1):
@@ -61,14 +63,16 @@ class SimWorker(BaseModel):
     dp: int = Field(1, ge=1)                  # data-parallel (attention) ranks per worker
     block_size: int = Field(64, ge=1)
     max_num_seqs: int = Field(256, ge=1)
-    max_num_batched_tokens: int = Field(8192, ge=1)   # vLLM's token budget per step: prompts are prefilled in chunks of it
+    # vLLM's token budget per step: prompts are prefilled in chunks of it
+    max_num_batched_tokens: int = Field(8192, ge=1)
     enable_prefix_caching: bool = True
     kv_dtype: str = 'fp8'
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
     spec_tokens: int = Field(0, ge=0)         # draft tokens per step (EAGLE3 / MTP); 0 = off
     spec_method: Literal['mtp', 'eagle3'] = 'mtp'   # what proposes the drafts (priced by `physics.speculative_grid`)
     acceptance_length: float|None = None      # mean tokens emitted per step, from the recipe (never assumed here)
-    accept_rates: tuple[float, ...]|None = None   # per-position conditional rates, when derivable from published lengths
+    # per-position conditional rates, when derivable from published lengths
+    accept_rates: tuple[float, ...]|None = None
     num_gpu_blocks: int|None = None           # override the KV capacity estimate
     startup_time_s: float|None = None         # passed to the engine; offline replay does not charge it (no scaling)
     host_offload_gb: float = Field(0, ge=0)   # host (CPU) KV tier per worker, GB (KVBM); 0 = off
@@ -79,19 +83,25 @@ class SimWorker(BaseModel):
     def _spec(self):
         op = 'describe a sim worker'
         if self.host_offload_gb and self.spec_tokens:
-            raise WorkbenchError(f'{self.role} worker with host_offload_gb={self.host_offload_gb:g} and spec_tokens={self.spec_tokens}', op,
-                                 'turn off speculative decoding or host offload: the replay engine does not support host offload with MTP/EAGLE yet')
+            raise WorkbenchError(f'{self.role} worker with host_offload_gb={self.host_offload_gb:g} and '
+                                 f'spec_tokens={self.spec_tokens}', op,
+                                 'turn off speculative decoding or host offload: the replay engine does not support '
+                                 'host offload with MTP/EAGLE yet')
         if self.host_offload_gb and not self.enable_prefix_caching:
-            raise WorkbenchError(f'{self.role} worker with host offload and prefix caching off', op, 'enable prefix caching: the host KV tier only keeps reusable blocks')
+            raise WorkbenchError(f'{self.role} worker with host offload and prefix caching off', op,
+                                 'enable prefix caching: the host KV tier only keeps reusable blocks')
         if self.spec_tokens and self.acceptance_length is None:
             raise WorkbenchError(f'{self.role} worker has spec_tokens={self.spec_tokens} but no acceptance_length', op,
                                  "pass the recipe's recorded acceptance length (or an explicit, logged assumption)")
         if self.acceptance_length is not None and not 1 <= self.acceptance_length <= self.spec_tokens+1:
-            raise WorkbenchError(f'acceptance_length {self.acceptance_length} outside [1, {self.spec_tokens+1}] for {self.spec_tokens} draft tokens', op,
+            raise WorkbenchError(f'acceptance_length {self.acceptance_length} outside [1, {self.spec_tokens+1}] for '
+                                 f'{self.spec_tokens} draft tokens', op,
                                  'use 1 <= acceptance length <= draft tokens + 1')
-        if self.accept_rates is not None and (len(self.accept_rates) != self.spec_tokens or not all(0 <= a <= 1 for a in self.accept_rates)
-                                              or abs(implied_length(self.accept_rates) - self.acceptance_length) > 0.01):
-            raise WorkbenchError(f'accept_rates {self.accept_rates} for {self.spec_tokens} drafts at acceptance length {self.acceptance_length}', op,
+        if self.accept_rates is not None and (len(self.accept_rates) != self.spec_tokens or not all(0 <= a <= 1
+                for a in self.accept_rates) or abs(implied_length(self.accept_rates)
+                                                     - self.acceptance_length) > 0.01):
+            raise WorkbenchError(f'accept_rates {self.accept_rates} for {self.spec_tokens} drafts at acceptance length '
+                                 f'{self.acceptance_length}', op,
                                  'give one rate in [0, 1] per draft token, consistent with the acceptance length')
         return self
 
@@ -113,7 +123,8 @@ class SimWorker(BaseModel):
 
 # %% ../../nbs/02_sim/03_engine.ipynb #061492f0
 class SimWorkload(BaseModel):
-    "Requests to replay: a conversation stream, a Mooncake JSONL trace, or synthetic ISL/OSL distributions with shared prefixes."
+    """Requests to replay: a conversation stream, a Mooncake JSONL trace, or synthetic ISL/OSL distributions with shared
+    prefixes."""
     model_config = ConfigDict(extra='forbid', frozen=True)
     sessions: SessionModel|None = None
     trace_path: str|None = None
@@ -128,12 +139,14 @@ class SimWorkload(BaseModel):
     max_isl: int = 262144
     max_osl: int = 12000
     trace_block_size: int = 512
-    warmup: int = Field(0, ge=0)   # requests served before the measured pass (the benchmark's warm-up), isolated from it, not measured
+    # requests served before the measured pass (the benchmark's warm-up), isolated from it, not measured
+    warmup: int = Field(0, ge=0)
 
     @property
     def synthetic_fixed(self) -> bool:
         "True when the engine's own synthetic generator can produce this workload."
-        return self.trace_path is None and self.sessions is None and self.isl_cv == 0 and self.osl_cv == 0 and not self.warmup
+        return (self.trace_path is None and self.sessions is None and self.isl_cv == 0 and self.osl_cv == 0
+                and not self.warmup)
 
 def _draws(rng, mean, cv, n, *, lo, hi):
     "n integer samples with the given mean and coefficient of variation, clipped to [lo, hi]."
@@ -145,22 +158,27 @@ def _rows(wl:SimWorkload) -> list[dict]:
     "Every request of `wl` as a Mooncake row, over-context ones included."
     if wl.trace_path:
         src = Path(wl.trace_path)
-        if not src.exists(): raise WorkbenchError(f'trace {src} not found', 'load workload trace', 'pass an existing Mooncake JSONL file')
+        if not src.exists(): raise WorkbenchError(f'trace {src} not found', 'load workload trace',
+                                                  'pass an existing Mooncake JSONL file')
         return [json.loads(l) for l in src.read_text().splitlines() if l.strip()][:wl.requests]
     if wl.sessions is not None:
-        return [{'timestamp': i, 'input_length': r.input_length, 'output_length': r.output_length, 'hash_ids': list(r.hash_ids)}
+        return [{'timestamp': i, 'input_length': r.input_length, 'output_length': r.output_length,
+                 'hash_ids': list(r.hash_ids)}
                 for i, r in enumerate(session_stream(wl.sessions, wl.requests, wl.seed))]
     rng = np.random.default_rng(wl.seed); n, bs = wl.requests, wl.trace_block_size
-    isl, osl = _draws(rng, wl.isl_mean, wl.isl_cv, n, lo=16, hi=10*wl.max_isl), _draws(rng, wl.osl_mean, wl.osl_cv, n, lo=1, hi=wl.max_osl)
+    isl, osl = _draws(rng, wl.isl_mean, wl.isl_cv, n, lo=16, hi=10*wl.max_isl), _draws(rng, wl.osl_mean, wl.osl_cv, n,
+                                                                                       lo=1, hi=wl.max_osl)
     groups, nxt, rows = rng.integers(0, max(1, wl.num_prefixes), n), 1 << 40, []
     for i in range(n):
         nb = -(-int(isl[i])//bs); shared = int(wl.prefix_ratio*isl[i])//bs if wl.num_prefixes else 0
         rows.append({'timestamp': i, 'input_length': int(isl[i]), 'output_length': int(osl[i]),
-                     'hash_ids': [int(groups[i]) << 20 | j for j in range(shared)] + list(range(nxt, nxt + nb - shared))}); nxt += nb
+                     'hash_ids': [int(groups[i]) << 20 | j for j in range(shared)] + list(range(nxt, nxt + nb
+                             - shared))}); nxt += nb
     return rows
 
 _OVER: dict[str, int] = {}       # generated workloads are fixed by their content: count once per process
-WARMUP_SEED, WARMUP_IDS = 7919, 1 << 56   # the warm-up's own draws and block-id space (no block in common with the measured requests)
+# the warm-up's own draws and block-id space (no block in common with the measured requests)
+WARMUP_SEED, WARMUP_IDS = 7919, 1 << 56
 
 def over_context(wl:SimWorkload) -> int:
     "How many requests of `wl` are longer than `wl.max_isl` (dropped before the replay)."
@@ -174,24 +192,31 @@ def workload_trace(wl:SimWorkload) -> Path:
     "Path of a Mooncake JSONL trace for `wl` without its over-context requests (written once, cached by content hash)."
     d = runs_dir()/'cache'/'traces'; d.mkdir(parents=True, exist_ok=True)
     key = wl.model_dump(mode='json')
-    if wl.trace_path: key['trace'] = [str(Path(wl.trace_path).resolve()), Path(wl.trace_path).stat().st_mtime] if Path(wl.trace_path).exists() else None
+    if wl.trace_path: key['trace'] = [str(Path(wl.trace_path).resolve()),
+                                      Path(wl.trace_path).stat().st_mtime] if Path(wl.trace_path).exists() else None
     out = d/f'{content_hash(key)}.jsonl'
     if out.exists(): return out
     keep = [r for r in _rows(wl) if r['input_length'] <= wl.max_isl]
-    if not keep: raise WorkbenchError(f'every request is longer than max_isl={wl.max_isl}', 'generate workload', 'raise max_isl or lower isl_mean')
-    if wl.warmup:                           # the warm-up first: its own requests, no block shared with the measured ones
-        warm = [r for r in _rows(wl.model_copy(update={'requests': wl.warmup, 'seed': wl.seed + WARMUP_SEED, 'warmup': 0, 'trace_path': None}))
+    if not keep: raise WorkbenchError(f'every request is longer than max_isl={wl.max_isl}', 'generate workload',
+                                      'raise max_isl or lower isl_mean')
+    # the warm-up first: its own requests, no block shared with the measured ones
+    if wl.warmup:
+        warm = [r for r in _rows(wl.model_copy(update={'requests': wl.warmup, 'seed': wl.seed + WARMUP_SEED,
+                                                       'warmup': 0, 'trace_path': None}))
                 if r['input_length'] <= wl.max_isl]
-        keep = [{**r, 'timestamp': i, 'hash_ids': [h + WARMUP_IDS for h in r['hash_ids']]} for i, r in enumerate(warm)] + \
+        keep = [{**r, 'timestamp': i, 'hash_ids': [h + WARMUP_IDS for h in r['hash_ids']]} for i,
+                r in enumerate(warm)] + \
                [{**r, 'timestamp': len(warm) + i} for i, r in enumerate(keep)]
     tmp = unique_tmp(out); tmp.write_text('\n'.join(json.dumps(r) for r in keep) + '\n'); tmp.replace(out)
     return out
 
 # %% ../../nbs/02_sim/03_engine.ipynb #af8639ec
 class SimSetup(BaseModel):
-    "A simulated deployment and workload: stand-in, worker pools, workload, router, KV-transfer bandwidth, context length."
+    """A simulated deployment and workload: stand-in, worker pools, workload, router, KV-transfer bandwidth, context
+    length."""
     model_config = ConfigDict(extra='forbid', frozen=True)
-    model: str                                    # recipe id (stand-in under recipes/<model>/standin) or a stand-in folder
+    # recipe id (stand-in under recipes/<model>/standin) or a stand-in folder
+    model: str
     workers: tuple[SimWorker, ...]
     workload: SimWorkload = SimWorkload()
     router: Literal['round-robin', 'kv', 'random'] = 'round-robin'
@@ -202,7 +227,8 @@ class SimSetup(BaseModel):
     def _roles(self):
         roles = sorted(w.role for w in self.workers)
         if roles not in (['agg'], ['decode', 'prefill']):
-            raise WorkbenchError(f'worker roles {roles}', 'describe a sim setup', "give one 'agg' pool, or one 'prefill' and one 'decode' pool")
+            raise WorkbenchError(f'worker roles {roles}', 'describe a sim setup',
+                                 "give one 'agg' pool, or one 'prefill' and one 'decode' pool")
         return self
 
     @property
@@ -217,7 +243,8 @@ class SimSetup(BaseModel):
     @property
     def topology(self) -> str:
         "'agg' or 'disagg-<P>p<D>d'."
-        return f'disagg-{self.pool("prefill").replicas}p{self.pool("decode").replicas}d' if self.disaggregated else 'agg'
+        return (f'disagg-{self.pool("prefill").replicas}p{self.pool("decode").replicas}d' if self.disaggregated
+                else 'agg')
 
     @property
     def total_gpus(self) -> int:
@@ -243,17 +270,21 @@ class SimSetup(BaseModel):
 def host_blocks(host_offload_gb:float, kv_bytes_per_token:float, block_size:int) -> int:
     "Host-tier KV blocks that `host_offload_gb` GB hold at `kv_bytes_per_token` bytes per token."
     if host_offload_gb < 0 or kv_bytes_per_token <= 0 or block_size < 1:
-        raise WorkbenchError(f'host_offload_gb={host_offload_gb}, kv_bytes_per_token={kv_bytes_per_token}, block_size={block_size}',
-                             'size the host KV tier', 'use host_offload_gb >= 0, a positive KV size per token and block size')
+        raise WorkbenchError(f'host_offload_gb={host_offload_gb}, kv_bytes_per_token={kv_bytes_per_token}, '
+                             f'block_size={block_size}',
+                             'size the host KV tier',
+                             'use host_offload_gb >= 0, a positive KV size per token and block size')
     return int(host_offload_gb*1e9 // (kv_bytes_per_token*block_size))
 
-def offload_patch(host_offload_gb:float, kv_bytes_per_token:float, *, d2h_gbps:float|None=None, h2d_gbps:float|None=None, roles=None):
+def offload_patch(host_offload_gb:float, kv_bytes_per_token:float, *, d2h_gbps:float|None=None,
+                  h2d_gbps:float|None=None, roles=None):
     "A `replay` patch that adds a host KV tier of `host_offload_gb` GB per worker (all pools, or `roles`)."
     def patch(role, args):
         if not host_offload_gb or (roles and role not in roles): return args
         e = dict(args['engine'])
         if not e.get('enable_prefix_caching', True):
-            raise WorkbenchError('host offload with prefix caching off', 'add host KV tier', 'enable cache.prefix_caching: offload needs it')
+            raise WorkbenchError('host offload with prefix caching off', 'add host KV tier',
+                                 'enable cache.prefix_caching: offload needs it')
         off = {'num_host_blocks': host_blocks(host_offload_gb, kv_bytes_per_token, e['block_size'])}
         if d2h_gbps is not None: off['d2h_bandwidth_gbps'] = d2h_gbps
         if h2d_gbps is not None: off['h2d_bandwidth_gbps'] = h2d_gbps
@@ -263,15 +294,18 @@ def offload_patch(host_offload_gb:float, kv_bytes_per_token:float, *, d2h_gbps:f
 
 # %% ../../nbs/02_sim/03_engine.ipynb #c35fefd0
 def pool_profile(setup:SimSetup, w:SimWorker, pricing:Pricing|None=None, prices:dict|None=None) -> Path:
-    "The timing profile pool `w` of `setup` runs with (`physics.step_profile`; `prices`: the pilot's `timing.prefill_prices`)."
-    return step_profile(setup.standin(), role=w.role, tp=w.tp, moe=w.moe, attention_dp=w.dp, drafts=w.spec_tokens, method=w.spec_method,
+    """The timing profile pool `w` of `setup` runs with (`physics.step_profile`; `prices`: the pilot's
+    `timing.prefill_prices`)."""
+    return step_profile(setup.standin(), role=w.role, tp=w.tp, moe=w.moe, attention_dp=w.dp, drafts=w.spec_tokens,
+                        method=w.spec_method,
                         pricing=pricing, prices=prices if w.role != 'decode' else None, chunk=w.max_num_batched_tokens,
                         context_length=setup.context_length)
 
 def engine_args(setup:SimSetup, w:SimWorker, pricing:Pricing|None=None, prices:dict|None=None) -> dict:
     "The replay engine's config dict for pool `w` of `setup`."
     s = setup.standin()
-    blocks = w.num_gpu_blocks or timing.num_gpu_blocks(s, w.tp, w.block_size, w.gpu_memory_utilization, kv_dtype=w.kv_dtype, dp=w.dp,
+    blocks = w.num_gpu_blocks or timing.num_gpu_blocks(s, w.tp, w.block_size, w.gpu_memory_utilization,
+                                                       kv_dtype=w.kv_dtype, dp=w.dp,
                                                        weights_gb=setup.weights_gb)
     prof = pool_profile(setup, w, pricing, prices)
     budget = w.max_num_batched_tokens if w.role == 'agg' else max(w.max_num_batched_tokens, setup.context_length)
@@ -279,9 +313,11 @@ def engine_args(setup:SimSetup, w:SimWorker, pricing:Pricing|None=None, prices:d
              max_num_batched_tokens=budget, enable_chunked_prefill=w.role == 'agg',
              enable_prefix_caching=w.enable_prefix_caching, worker_type={'agg': 'aggregated'}.get(w.role, w.role),
              timing_model={'type': 'external', 'provider': 'dynamo_profile', 'config': {'path': str(prof)}})
-    if w.spec_tokens: e.update(aic_nextn=w.spec_tokens, aic_nextn_accept_rates=','.join(map(str, w.rates)), aic_mtp_seed=setup.workload.seed)
+    if w.spec_tokens: e.update(aic_nextn=w.spec_tokens, aic_nextn_accept_rates=','.join(map(str, w.rates)),
+                               aic_mtp_seed=setup.workload.seed)
     if setup.disaggregated:
-        e.update(kv_transfer_bandwidth=setup.kv_transfer_gbps, kv_transfer_bytes_per_token=int(timing.kv_bytes_per_token(s, w.kv_dtype)))
+        e.update(kv_transfer_bandwidth=setup.kv_transfer_gbps,
+                 kv_transfer_bytes_per_token=int(timing.kv_bytes_per_token(s, w.kv_dtype)))
     top = {'dp_size': w.dp, 'tensor_parallel_size': w.tp}
     if w.startup_time_s is not None: top['startup_time'] = w.startup_time_s
     args = {'engine': e, **top}
@@ -290,107 +326,15 @@ def engine_args(setup:SimSetup, w:SimWorker, pricing:Pricing|None=None, prices:d
                              h2d_gbps=w.host_h2d_gbps)(w.role, args)
     return args
 
-# %% ../../nbs/02_sim/03_engine.ipynb #2bab86fb
-def _pct(xs, q):
-    "Percentile `q` of `xs` (None when empty)."
-    xs = [x for x in xs if x is not None]
-    return float(np.percentile(xs, q)) if xs else None
-
-def _mean(xs):
-    "Mean of the non-None `xs` (None when empty)."
-    xs = [x for x in xs if x is not None]
-    return float(np.mean(xs)) if xs else None
-
-def _telemetry_signals(samples:list[dict]) -> dict:
-    "Queue, running requests, KV usage and preemptions from replay telemetry samples (per pool), in plain Python (small lists: numpy costs more)."
-    out = {}
-    for pool in ('prefill', 'decode'):
-        rows = [r for r in (s.get(f'{pool}_scheduler_metrics') for s in samples if s.get('kind') == 'periodic') if r]
-        if not rows: continue
-        key = 'agg' if pool == 'decode' and not any(s.get('prefill_scheduler_metrics') for s in samples) else pool
-        waiting = [sum(w['waiting_requests'] for w in r) for r in rows]
-        running = [sum(w['running_requests'] for w in r)/len(r) for r in rows]
-        usage = [sum(w['active_cache_usage'] for w in r)/len(r) for r in rows]
-        out.update({f'{key}_waiting_mean': sum(waiting)/len(waiting), f'{key}_waiting_max': float(max(waiting)),
-                    f'{key}_running_per_worker_mean': sum(running)/len(running), f'{key}_running_per_worker_max': float(max(running)),
-                    f'{key}_kv_usage_mean': sum(usage)/len(usage), f'{key}_kv_usage_max': float(max(usage)), f'{key}_workers': len(rows[-1])})
-        out[f'{key}_preemptions'] = int(sum((s.get(f'{pool}_interval_metrics') or {}).get('preemptions', 0) for s in samples))
-    return out
-
-def replay_signals(report) -> dict:
-    "Flat operational signals from a `dynamo.replay` report (per-request records and telemetry when captured)."
-    s = dict(report.summary)
-    out = {'source': 'replay', 'engine_reuse_share': s.get('prefix_cache_reused_ratio'),
-           'requests': s.get('num_requests'), 'completed': s.get('completed_requests'), 'gpu_hours': s.get('gpu_hours')}
-    pr = report.per_request or []
-    if pr:
-        inp = sum(r['input_length'] for r in pr) or 1
-        first = [(r.get('routing_history') or [{}])[0] for r in pr]
-        routed = any(h.get('selected_overlap_blocks') is not None for h in first)   # None on every hop: round-robin, no estimate
-        out['router_overlap_share'] = sum(h.get('reported_overlap_tokens') or 0 for h in first)/inp if routed else None
-        out['actual_reuse_share'] = sum(r.get('reused_input_tokens') or 0 for r in pr)/inp
-        out['overlap_regret_requests'] = sum(1 for h in first if (h.get('overlap_regret_blocks') or 0) > 0)
-        waits = [r['first_admit_ms'] - r['arrival_time_ms'] for r in pr if r.get('first_admit_ms') is not None]
-        out.update(queue_wait_p50_ms=_pct(waits, 50), queue_wait_p90_ms=_pct(waits, 90),
-                   router_queue_wait_p90_ms=_pct([h.get('queue_wait_ms') for h in first], 90),
-                   readmissions=sum(r.get('readmission_count') or 0 for r in pr),
-                   failed=sum(1 for r in pr if r.get('terminal_status') != 'completed'))
-        xfer = [r['destination_activated_ms'] - r['destination_reserved_ms'] for r in pr
-                if r.get('destination_activated_ms') is not None and r.get('destination_reserved_ms') is not None]
-        if xfer: out.update(kv_transfer_p50_ms=_pct(xfer, 50), kv_transfer_p90_ms=_pct(xfer, 90))
-    else: out['actual_reuse_share'] = s.get('prefix_cache_reused_ratio')
-    if getattr(report, 'telemetry', None) is not None: out.update(_telemetry_signals(report.telemetry.samples))
-    return out
-
-
-def measured_records(report, measured:int|None=None) -> list[dict]:
-    "The per-request records a benchmark measures: all of them, or (warm cache) the last `measured` to arrive."
-    pr = list(report.per_request or [])
-    if measured is None or measured >= len(pr): return pr
-    key = lambda r: (r['arrival_time_ms'], r.get('first_token_ms') or 0.0, r['input_length'], r['output_length'], r.get('e2e_latency_ms') or 0.0)
-    return sorted(pr, key=key)[-measured:]
-
-def report_metrics(report, measured:int|None=None) -> dict[str, Metric]:
-    "AIPerf-named metrics from a replay report's measured per-request records (the one place they are read)."
-    recs = measured_records(report, measured)
-    done = [r for r in recs if r.get('terminal_status') == 'completed']
-    itl = [r['itl_ms'] for r in done if r.get('itl_ms') and r['output_length'] > 1]
-    dur = (max(r['last_token_ms'] for r in done) - min(r['arrival_time_ms'] for r in recs))/1000 if done else None
-    ms = {'time_to_first_token': metric_of([r['ttft_ms'] for r in done], 'ms'),
-          'time_to_second_token': metric_of([r['ttst_ms'] for r in done if r.get('ttst_ms') is not None], 'ms'),
-          'inter_token_latency': metric_of(itl, 'ms'),
-          'request_latency': metric_of([r['e2e_latency_ms'] for r in done], 'ms'),
-          'output_token_throughput_per_user': metric_of([1000/x for x in itl if x > 0], 'tokens/sec/user'),
-          'input_sequence_length': metric_of([r['input_length'] for r in done], 'tokens'),
-          'output_sequence_length': metric_of([r['output_length'] for r in done], 'tokens'),
-          'output_token_throughput': Metric(unit='tokens/sec', avg=sum(r['output_length'] for r in done)/dur) if dur else None,
-          'request_throughput': Metric(unit='requests/sec', avg=len(done)/dur) if dur else None,
-          'benchmark_duration': Metric(unit='sec', avg=dur) if dur else None,
-          'request_count': Metric(unit='requests', avg=len(done))}
-    return {k: v for k, v in ms.items() if v is not None}
-
-def reuse_share(report, measured:int|None=None) -> float|None:
-    "Share of the measured requests' input tokens served from the prefix cache."
-    recs = measured_records(report, measured)
-    inp = sum(r['input_length'] for r in recs)
-    return sum(r.get('reused_input_tokens') or 0 for r in recs)/inp if inp else report.summary.get('prefix_cache_reused_ratio')
-
-def result_from_report(report, *, model:str, variant:str, concurrency:int, total_gpus:int, topology:str='agg',
-                       variant_hash:str='', notes:list[str]|None=None, measured:int|None=None) -> BenchResult:
-    "A simulated `BenchResult` (AIPerf names) from a replay report, with its `replay_signals` in `extra`."
-    recs = measured_records(report, measured)
-    done = sum(r.get('terminal_status') == 'completed' for r in recs)
-    return BenchResult(model=model, variant=variant, variant_hash=variant_hash, topology=topology, target='sim', engine='replay',
-                       concurrency=concurrency, total_gpus=total_gpus, metrics=report_metrics(report, measured),
-                       request_count=done, error_count=len(recs) - done, prefix_cache_hit_rate=reuse_share(report, measured),
-                       notes=list(notes or []) + ['simulated: DynoSim replay'],
-                       extra={'replay_signals': replay_signals(report), 'gpu_hours': report.summary.get('gpu_hours')})
-
 # %% ../../nbs/02_sim/03_engine.ipynb #0981d379
 ROUTERS = {'round-robin': 'round_robin', 'kv': 'kv_router', 'random': 'kv_router'}
-TELEMETRY_MS = 5000.0  # the replay's telemetry sample interval: queue, batch and KV means for the diagnosis (1 s samples cost a third of a replay)
-PILOT_PER_WORKER = 8   # concurrent requests per prefilling worker in the pilot replay that measures prompts and prefix hits
-PILOT_FORMAT = 3       # bump when the pilot or the prices change: cached prices stop matching (3: chunk_ms and extra_ms_per_token)
+# the replay's telemetry sample interval: queue, batch and KV means for the diagnosis (1 s samples cost a third of a
+# replay)
+TELEMETRY_MS = 5000.0
+# concurrent requests per prefilling worker in the pilot replay that measures prompts and prefix hits
+PILOT_PER_WORKER = 8
+# bump when the pilot or the prices change: cached prices stop matching (3: chunk_ms and extra_ms_per_token)
+PILOT_FORMAT = 3
 
 def _router_config(router:str):
     "KvRouterConfig for the random-router emulation (None otherwise)."
@@ -403,19 +347,23 @@ def _run_engine(setup:SimSetup, kw:dict, replay_kw:dict):
     from dynamo.replay import run_synthetic_trace_replay, run_trace_replay
     wl = setup.workload
     if wl.synthetic_fixed and wl.isl_mean > wl.max_isl:
-        raise WorkbenchError(f'every request is longer than max_isl={wl.max_isl}', 'generate workload', 'raise max_isl or lower isl_mean')
+        raise WorkbenchError(f'every request is longer than max_isl={wl.max_isl}', 'generate workload',
+                             'raise max_isl or lower isl_mean')
     try:
         if wl.synthetic_fixed and 'request_rate' not in replay_kw:
             return run_synthetic_trace_replay(wl.isl_mean, wl.osl_mean, wl.requests, arrival_seed=wl.seed,
-                                              shared_prefix_ratio=wl.prefix_ratio, num_prefix_groups=wl.num_prefixes, **kw)
+                                              shared_prefix_ratio=wl.prefix_ratio, num_prefix_groups=wl.num_prefixes,
+                                              **kw)
         return run_trace_replay(str(workload_trace(wl)), trace_block_size=wl.trace_block_size, **kw)
     except (ValueError, RuntimeError) as e:
-        raise WorkbenchError(f'the replay engine refused {setup.model} {setup.topology} c{kw["replay_concurrency"]}: {e}', 'simulate',
-                             'check the worker settings named in the message (an unknown field lists the allowed ones)') from None
+        raise WorkbenchError(f'the replay engine refused {setup.model} {setup.topology} c{kw["replay_concurrency"]}: '
+                             f'{e}', 'simulate',
+                'check the worker settings named in the message (an unknown field lists the allowed ones)') from None
 
 def replay(setup:SimSetup, concurrency:int, *, pricing:Pricing|None=None, prices:dict|str|None='auto', patch=None,
            telemetry_ms:float|None=TELEMETRY_MS, **replay_kw):
-    "Run the replay engine on `setup` at `concurrency`: (report with per-request records and telemetry, engine args per role)."
+    """Run the replay engine on `setup` at `concurrency`: (report with per-request records and telemetry, engine args
+    per role)."""
     os.environ.setdefault('DYN_LOG', 'error')
     from dynamo.replay import TelemetryOptions
     if concurrency < 1: raise WorkbenchError(f'concurrency {concurrency}', 'simulate', 'use a concurrency >= 1')
@@ -432,14 +380,17 @@ def replay(setup:SimSetup, concurrency:int, *, pricing:Pricing|None=None, prices
     return _run_engine(setup, kw, replay_kw), eargs
 
 def prefill_prices(setup:SimSetup) -> dict[str, dict]:
-    "Per prefilling pool, what its prefill curve needs from the workload's prompts (`timing.prefill_prices`; a deterministic pilot replay, cached)."
+    """Per prefilling pool, what its prefill curve needs from the workload's prompts (`timing.prefill_prices`; a
+    deterministic pilot replay, cached)."""
     pilot = setup.model_copy(update={'router': 'round-robin'})
     path = runs_dir()/'cache'/'prefix'/f'{content_hash([pilot.hash, PILOT_FORMAT])}.json'
     if path.exists(): return json.loads(path.read_text())
     pre = setup.pool('prefill' if setup.disaggregated else 'agg')
     rep, _ = replay(pilot, PILOT_PER_WORKER*pre.replicas, prices=None, telemetry_ms=None)
-    prompts = [(r['input_length'], r.get('reused_input_tokens') or 0) for r in rep.per_request or [] if r.get('terminal_status') == 'completed']
-    out = {pre.role: timing.prefill_prices(setup.standin(), pre.tp, *pre.moe, requests=prompts, chunk=pre.max_num_batched_tokens,
+    prompts = [(r['input_length'], r.get('reused_input_tokens') or 0) for r in rep.per_request or []
+               if r.get('terminal_status') == 'completed']
+    out = {pre.role: timing.prefill_prices(setup.standin(), pre.tp, *pre.moe, requests=prompts,
+                                           chunk=pre.max_num_batched_tokens,
                                            whole=pre.role == 'prefill', attention_dp=pre.dp)}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = unique_tmp(path); tmp.write_text(json.dumps(out)); tmp.replace(path)
@@ -448,39 +399,54 @@ def prefill_prices(setup:SimSetup) -> dict[str, dict]:
 # %% ../../nbs/02_sim/03_engine.ipynb #cffb65d9
 def _notes(setup:SimSetup, eargs:dict, pricing:Pricing|None, dropped:int) -> list[str]:
     "What a simulated point assumed, one note each."
-    nts = ['simulated: DynoSim replay with aiconfigurator B200/vLLM timing (stand-in architecture) and the step physics; not a measurement']
+    nts = ['simulated: DynoSim replay with aiconfigurator B200/vLLM timing (stand-in architecture) and the step '
+           'physics; not a measurement']
     for w in setup.workers:
         if w.spec_tokens:
-            how = 'per-position, from published acceptance lengths' if w.accept_rates else 'the same at every position (assumed)'
-            nts.append(f'{w.role}: {w.spec_method} {w.spec_tokens} draft tokens at acceptance length {w.acceptance_length}, conditional rates '
+            how = ('per-position, from published acceptance lengths' if w.accept_rates
+                   else 'the same at every position (assumed)')
+            nts.append(f'{w.role}: {w.spec_method} {w.spec_tokens} draft tokens at acceptance length '
+                       f'{w.acceptance_length}, conditional rates '
                        f'{", ".join(f"{a:.3f}" for a in w.rates)} ({how})')
         if w.host_offload_gb: nts.append(f'{w.role}: host KV tier {w.host_offload_gb:g} GB per worker '
-                                         f'({eargs[w.role]["engine"]["native_host_offload"]["num_host_blocks"]} blocks per DP rank; engine host offload model)')
+                                         f'({eargs[w.role]["engine"]["native_host_offload"]["num_host_blocks"]} blocks '
+                                         'per DP rank; engine host offload model)')
     if setup.router == 'random': nts.append('random router emulated by the KV router at very high temperature')
     if pricing is None or pricing.raw: nts.append('uncalibrated: raw aiconfigurator kernel times, no step physics')
     wl = setup.workload
-    if wl.warmup: nts.append(f'warm-up: {wl.warmup} requests before the measured pass (isolated prefixes, not measured), as the benchmark warms up')
-    if dropped: nts.append(f'{dropped} of {wl.requests} requests longer than max_isl={wl.max_isl} dropped before the replay '
-                           '(a real frontend rejects them with HTTP 400; the recipes excluded such requests); not counted as errors')
+    if wl.warmup: nts.append(f'warm-up: {wl.warmup} requests before the measured pass (isolated prefixes, not '
+                             'measured), as the benchmark warms up')
+    if dropped: nts.append(f'{dropped} of {wl.requests} requests longer than max_isl={wl.max_isl} dropped before the '
+                           'replay '
+                           '(a real frontend rejects them with HTTP 400; the recipes excluded such requests); not '
+                           'counted as errors')
     return nts
 
 def measured_count(wl:SimWorkload) -> int|None:
-    "How many requests a benchmark of `wl` measures when the replay serves more (a warm-up first), else None (all of them)."
+    """How many requests a benchmark of `wl` measures when the replay serves more (a warm-up first), else None (all of
+    them)."""
     return wl.requests - over_context(wl) if wl.warmup else None
 
-def simulate(setup:SimSetup, concurrency:int, *, pricing:Pricing|None=None, variant:str|None=None, variant_hash:str|None=None,
+def simulate(setup:SimSetup, concurrency:int, *, pricing:Pricing|None=None, variant:str|None=None,
+             variant_hash:str|None=None,
              notes:list[str]|None=None, patch=None, telemetry_ms:float|None=TELEMETRY_MS, **replay_kw) -> BenchResult:
-    "Replay `setup` at `concurrency` on the DynoSim engine and return a simulated `BenchResult` with its operational signals."
+    """Replay `setup` at `concurrency` on the DynoSim engine and return a simulated `BenchResult` with its operational
+    signals."""
     t0 = time.time()
     pp = prefill_prices(setup)
-    rep, eargs = replay(setup, concurrency, pricing=pricing, prices=pp, patch=patch, telemetry_ms=telemetry_ms, **replay_kw)
+    rep, eargs = replay(setup, concurrency, pricing=pricing, prices=pp, patch=patch, telemetry_ms=telemetry_ms,
+                        **replay_kw)
     wall, s, n = time.time()-t0, rep.summary, measured_count(setup.workload)
-    r = result_from_report(rep, model=setup.model, variant=variant or f'sim-{setup.topology}', variant_hash=variant_hash or setup.hash,
+    r = result_from_report(rep, model=setup.model, variant=variant or f'sim-{setup.topology}',
+                           variant_hash=variant_hash or setup.hash,
                            concurrency=concurrency, total_gpus=setup.total_gpus, topology=setup.topology, measured=n)
     dropped = over_context(setup.workload)
     return r.model_copy(update={'notes': list(notes or []) + _notes(setup, eargs, pricing, dropped), 'extra': dict(
         wall_s=round(wall, 4), setup_hash=setup.hash, pricing=(pricing or Pricing()).model_dump(), prefill_prices=pp,
-        num_gpu_blocks={r: e['engine']['num_gpu_blocks'] for r, e in eargs.items()}, max_num_seqs={w.role: w.max_num_seqs for w in setup.workers},
-        host_offload_gb={w.role: w.host_offload_gb for w in setup.workers if w.host_offload_gb}, duration_ms=r.value('benchmark_duration', 'avg')*1000,
-        first_admission_prefix_reuse=s.get('first_admission_prefix_cache_reused_ratio'), over_context_dropped=dropped, measured_requests=n,
+        num_gpu_blocks={r: e['engine']['num_gpu_blocks'] for r, e in eargs.items()},
+            max_num_seqs={w.role: w.max_num_seqs for w in setup.workers},
+        host_offload_gb={w.role: w.host_offload_gb for w in setup.workers if w.host_offload_gb},
+            duration_ms=r.value(DURATION, 'avg')*1000,
+        first_admission_prefix_reuse=s.get('first_admission_prefix_cache_reused_ratio'), over_context_dropped=dropped,
+            measured_requests=n,
         replay_signals=r.extra['replay_signals'])})

@@ -20,7 +20,8 @@ class StepPhysics(BaseModel):
     "Per-step costs a vLLM step pays beyond aiconfigurator's kernel times: constants shared by every model (ms)."
     model_config = ConfigDict(extra='forbid', frozen=True)
     step_ms: float = Field(0.0, ge=0)          # every engine step: scheduler, sampler, launch of the step's graphs
-    layer_comm_ms: float = Field(0.0, ge=0)    # per decoder layer and log2(TP ranks): latency of the per-layer collectives
+    # per decoder layer and log2(TP ranks): latency of the per-layer collectives
+    layer_comm_ms: float = Field(0.0, ge=0)
     draft_ms: float = Field(0.0, ge=0)         # per draft pass (MTP module or EAGLE3 head): its launches and sampling
 
     def overhead_ms(self, layers:int, tp:int, drafts:int=0) -> float:
@@ -55,28 +56,37 @@ class Pricing(BaseModel):
         return self == Pricing()
 
 # %% ../../nbs/02_sim/02_physics.ipynb #60b02cc6
-DRAFT_LAYERS = {'mtp': 1.0, 'eagle3': 0.0}   # decoder layers of the model a draft pass computes (EAGLE3: a small head, in draft_ms)
+# decoder layers of the model a draft pass computes (EAGLE3: a small head, in draft_ms)
+DRAFT_LAYERS = {'mtp': 1.0, 'eagle3': 0.0}
 
 def speculative_grid(z0:dict, k:int, layers:int, method:str='mtp') -> np.ndarray:
-    "The decode grid of a step that verifies `k` drafts per sequence and runs `k` draft passes, from the no-draft grid `z0`."
+    """The decode grid of a step that verifies `k` drafts per sequence and runs `k` draft passes, from the no-draft grid
+    `z0`."""
     if method not in DRAFT_LAYERS:
-        raise WorkbenchError(f'speculative method {method!r}', 'price speculative decoding', f'use one of {sorted(DRAFT_LAYERS)}')
+        raise WorkbenchError(f'speculative method {method!r}', 'price speculative decoding',
+                             f'use one of {sorted(DRAFT_LAYERS)}')
     a, c = z0['decode_active_kv_tokens'], z0['decode_context_length']
     batch = a[:, None]/c[None, :]
-    at = lambda b: np.interp(np.clip(b*c[0], a[0], a[-1]), a, z0['decode_itl'][:, 0])   # the step of batch b at the shortest context
+    # the step of batch b at the shortest context
+    at = lambda b: np.interp(np.clip(b*c[0], a[0], a[-1]), a, z0['decode_itl'][:, 0])
     verify = np.maximum(at(batch*(k + 1)) - at(batch), 0.0)
     return z0['decode_itl'] + verify + k*DRAFT_LAYERS[method]*at(batch)/max(1, layers)
 
 # %% ../../nbs/02_sim/02_physics.ipynb #f248c073
-PHYSICS_FORMAT = 3    # bump when step_profile's construction changes: cached profiles stop matching (2: prefill by chunks; 3: mixed steps)
-MIXED_BATCH = 8       # the decode batch whose kernel time a mixed step's chunk does not pay again (the pilot's load per worker)
-CHUNK_MARGIN = 1024   # an aggregated step within this many tokens of the budget is a full chunk (the step's decodes take the rest)
+# bump when step_profile's construction changes: cached profiles stop matching (2: prefill by chunks; 3: mixed steps)
+PHYSICS_FORMAT = 3
+# the decode batch whose kernel time a mixed step's chunk does not pay again (the pilot's load per worker)
+MIXED_BATCH = 8
+# an aggregated step within this many tokens of the budget is a full chunk (the step's decodes take the rest)
+CHUNK_MARGIN = 1024
 
 def prefill_curve(standin:timing.Standin, *, role:str, tp:int, moe:tuple[int, int], attention_dp:int=1, chunk:int=8192,
                   prices:dict|None=None, context_length:int=262144) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    "(new tokens, kernel ms, steps) of the prefill curve of a pool: the whole prompt by its chunks (role 'prefill'), or per chunk (role 'agg')."
+    """(new tokens, kernel ms, steps) of the prefill curve of a pool: the whole prompt by its chunks (role 'prefill'),
+    or per chunk (role 'agg')."""
     ts = timing.timing_standin(standin)
-    base = timing.load_profile(timing.build_profile(ts, tp, *moe, attention_dp=attention_dp, max_isl=context_length, max_ctx=context_length))
+    base = timing.load_profile(timing.build_profile(ts, tp, *moe, attention_dp=attention_dp, max_isl=context_length,
+                                                    max_ctx=context_length))
     isl, ms = base['prefill_isl'], base['prefill_ttft_ms']
     if role == 'prefill':
         eng = timing.aic_engine(ts, tp, *moe, attention_dp=attention_dp)
@@ -91,31 +101,39 @@ def prefill_curve(standin:timing.Standin, *, role:str, tp:int, moe:tuple[int, in
     return grid.astype(float), np.where(grid >= lo, full*grid/chunk, fresh), np.ones(len(grid))
 
 def mixed_step_ms(z:dict, dec:np.ndarray, decode_factor:float=1.0) -> float:
-    "The kernel time of a decode step of `MIXED_BATCH` sequences at the shortest context (`dec`: the decode grid of profile `z`): its weight reads."
+    """The kernel time of a decode step of `MIXED_BATCH` sequences at the shortest context (`dec`: the decode grid of
+    profile `z`): its weight reads."""
     a, c = z['decode_active_kv_tokens'], z['decode_context_length']
     return decode_factor*float(np.interp(MIXED_BATCH*c[0], a, dec[:, 0]))
 
-def step_profile(standin:timing.Standin, *, role:str, tp:int, moe:tuple[int, int], attention_dp:int=1, drafts:int=0, method:str='mtp',
+def step_profile(standin:timing.Standin, *, role:str, tp:int, moe:tuple[int, int], attention_dp:int=1, drafts:int=0,
+                 method:str='mtp',
                  pricing:Pricing|None=None, prices:dict|None=None, chunk:int=8192, context_length:int=262144) -> Path:
-    """The NPZ timing profile of one pool (role 'agg', 'prefill' or 'decode') priced with `pricing` (step physics and the model's factors),
+    """The NPZ timing profile of one pool (role 'agg', 'prefill' or 'decode') priced with `pricing` (step physics and
+    the model's factors),
     its prefill by `chunk`-token chunks with the pilot's `prices` (`timing.prefill_prices`)."""
     physics, factors = (pricing or Pricing()).physics, (pricing or Pricing()).factors
     ts = timing.timing_standin(standin)
-    base = timing.build_profile(ts, tp, *moe, nextn=0, attention_dp=attention_dp, max_isl=context_length, max_ctx=context_length)
+    base = timing.build_profile(ts, tp, *moe, nextn=0, attention_dp=attention_dp, max_isl=context_length,
+                                max_ctx=context_length)
     layers = int(ts.text_config['num_hidden_layers'])
     prices = {k: round(v, 9) for k, v in (prices or {}).items() if v is not None}
-    key = [str(base.name), role, drafts, method if drafts else '', physics.model_dump(), factors.model_dump(), prices, chunk, layers, tp, PHYSICS_FORMAT]
+    key = [str(base.name), role, drafts, method if drafts else '', physics.model_dump(), factors.model_dump(), prices,
+           chunk, layers, tp, PHYSICS_FORMAT]
     out = base.with_name(f'{base.stem}-s{content_hash(key, 12)}.npz')
     if out.exists(): return out
     z = timing.load_profile(base)
     dec = speculative_grid(z, drafts, layers, method) if drafts else z['decode_itl']
     z['decode_itl'] = factors.decode*dec + physics.overhead_ms(layers, tp, drafts)
     if role != 'decode':
-        isl, ms, steps = prefill_curve(standin, role=role, tp=tp, moe=moe, attention_dp=attention_dp, chunk=chunk, prices=prices,
+        isl, ms, steps = prefill_curve(standin, role=role, tp=tp, moe=moe, attention_dp=attention_dp, chunk=chunk,
+                                       prices=prices,
                                        context_length=context_length)
         fixed = physics.overhead_ms(layers, tp)*steps if role == 'prefill' else 0.0
-        z['prefill_isl'], z['prefill_ttft_ms'] = isl, factors.prefill*(ms + prices.get('extra_ms_per_token', 0.0)*isl) + fixed
-        if role == 'agg': z['prefill_ttft_ms'] = np.maximum(z['prefill_ttft_ms'] - mixed_step_ms(z, dec, factors.decode), 0.0)
+        z['prefill_isl'], z['prefill_ttft_ms'] = isl, factors.prefill*(ms + prices.get('extra_ms_per_token', 0.0)
+                                                                       *isl) + fixed
+        if role == 'agg': z['prefill_ttft_ms'] = np.maximum(z['prefill_ttft_ms'] - mixed_step_ms(z, dec,
+            factors.decode), 0.0)
     tmp = unique_tmp(out)
     with open(tmp, 'wb') as f: np.savez(f, **z)
     os.replace(tmp, out)

@@ -7,13 +7,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from ..base.core import WorkbenchError, content_hash, recipes_dir, runs_dir
-from ..domain.results import BenchResult, SLA, USER_SPEED, quantity
+from ..domain.results import BenchResult, SLA, quantity
 from ..domain.sla import SLAMax, best_passing, search_sla_max, sla_margin
 from . import timing
 from .workload import SessionModel
 from .physics import Pricing, Factors, StepPhysics, PHYSICS_FORMAT
 from .engine import SimWorker, SimWorkload, SimSetup, PILOT_FORMAT, position_rates, simulate
 from .calibration import Calibration, FitPoint, Observation, calibrate, PRIOR_SD
+from ..domain.metrics import USER_SPEED, GPU_TPS, ITL_P50, TTFT_P50
+
 
 # %% auto #0
 __all__ = ['SIM_VERSION', 'SIM_DEFAULTS', 'SPEC_METHODS', 'CAL_SEED', 'transfer_gbps', 'acceptance_lengths', 'accept_rates_of',
@@ -22,10 +24,14 @@ __all__ = ['SIM_VERSION', 'SIM_DEFAULTS', 'SPEC_METHODS', 'CAL_SEED', 'transfer_
            'validation_path', 'shipped_validation', 'inputs_hash', 'ledger_calibration', 'model_pricing']
 
 # %% ../../nbs/02_sim/05_recipe.ipynb #bdcf84a8
-SIM_VERSION = 7        # bump when the simulator's physics change: calibrations and the shipped validation stop matching (7: prefill by chunks, mixed steps, warm-up)
-SIM_DEFAULTS = dict(block_size=64, max_num_seqs=1024, max_num_batched_tokens=8192, gpu_memory_utilization=0.9, kv_dtype='fp8',
+# bump when the simulator's physics change: calibrations and the shipped validation stop matching (7: prefill by chunks,
+# mixed steps, warm-up)
+SIM_VERSION = 7
+SIM_DEFAULTS = dict(block_size=64, max_num_seqs=1024, max_num_batched_tokens=8192, gpu_memory_utilization=0.9,
+                    kv_dtype='fp8',
                     prefix_caching=True, router='round-robin')
-SPEC_METHODS = {'mtp': 'mtp', 'exaone_moe_mtp': 'mtp', 'eagle3': 'eagle3'}   # recipe method -> what proposes the drafts in the sim
+# recipe method -> what proposes the drafts in the sim
+SPEC_METHODS = {'mtp': 'mtp', 'exaone_moe_mtp': 'mtp', 'eagle3': 'eagle3'}
 
 def transfer_gbps(spec, gpu) -> tuple[float, str]:
     "KV transfer bandwidth between a topology's prefill and decode pools (GB/s) and the path it takes."
@@ -34,13 +40,15 @@ def transfer_gbps(spec, gpu) -> tuple[float, str]:
         req = {**(w.resources.get('requests') or {}), **(w.resources.get('limits') or {})}
         rdma = [int(float(v)) for k, v in req.items() if k.startswith('rdma/')]
         counts.append(max(rdma) if rdma else 0)
-    if counts and min(counts) > 0 and gpu.nic_gbps: return min(counts)*gpu.nic_gbps, f'RDMA ({min(counts)} NIC(s) per worker)'
+    if counts and min(counts) > 0 and gpu.nic_gbps: return (min(counts)*gpu.nic_gbps,
+                                                            f'RDMA ({min(counts)} NIC(s) per worker)')
     return gpu.tcp_gbps or 3.0, 'TCP (no rdma/* device mounted: UCX falls back to the host network)'
 
 def acceptance_lengths(recipe, method:str) -> dict[int, float]:
     "Published acceptance lengths by draft length for `method`, from the recipe's workers and speculative candidates."
     out = {}
-    entries = [w.speculative.model_dump() for t in recipe.topologies.values() for w in t.workers] + list((recipe.candidates or {}).get('speculative', []))
+    entries = [w.speculative.model_dump() for t in recipe.topologies.values()
+               for w in t.workers] + list((recipe.candidates or {}).get('speculative', []))
     for e in entries:
         if e.get('method', method) == method and e.get('num_tokens') and e.get('acceptance_length') and \
            str(e.get('acceptance_length_source') or '').startswith('published'):
@@ -48,7 +56,8 @@ def acceptance_lengths(recipe, method:str) -> dict[int, float]:
     return out
 
 def accept_rates_of(recipe, s) -> tuple[float, ...]|None:
-    "Per-position acceptance rates of speculative settings `s` when the recipe publishes every shorter draft length (None otherwise)."
+    """Per-position acceptance rates of speculative settings `s` when the recipe publishes every shorter draft length
+    (None otherwise)."""
     if s.method == 'none' or not s.num_tokens: return None
     lens = acceptance_lengths(recipe, s.method)
     if lens.get(s.num_tokens) != s.acceptance_length: return None
@@ -59,24 +68,31 @@ def accept_rates_of(recipe, s) -> tuple[float, ...]|None:
 def _sim_worker(w, recipe, notes:list[str]) -> SimWorker:
     "The `SimWorker` of recipe worker `w`, noting every default it assumed."
     p, c, s = w.parallelism, w.cache, w.speculative
-    unset = [k for k in ('block_size', 'max_num_seqs', 'max_num_batched_tokens', 'gpu_memory_utilization', 'kv_cache_dtype') if getattr(c, k) is None]
+    unset = [k for k in ('block_size', 'max_num_seqs', 'max_num_batched_tokens', 'gpu_memory_utilization',
+                         'kv_cache_dtype') if getattr(c, k) is None]
     if unset: notes.append(f'{w.name}: {", ".join(unset)} unset; sim assumes ' + ', '.join(
         f'{k}={SIM_DEFAULTS["kv_dtype" if k == "kv_cache_dtype" else k]}' for k in unset))
     spec_on = s.method != 'none'
     if c.host_offload_gb and spec_on:
-        raise WorkbenchError(f'{w.name}: host_offload_gb={c.host_offload_gb:g} with {s.method} speculative decoding', 'simulate variant',
-                             'simulate host offload on a variant without speculative decoding (e.g. the baseline): the replay engine '
-                             'does not support host offload with MTP/EAGLE yet')
-    if c.host_offload_gb: notes.append(f"{w.name}: host offload {c.host_offload_gb:g} GB per worker simulated with the engine's host KV tier")
+        raise WorkbenchError(f'{w.name}: host_offload_gb={c.host_offload_gb:g} with {s.method} speculative decoding',
+                             'simulate variant',
+                             'simulate host offload on a variant without speculative decoding (e.g. the baseline): the '
+                             'replay engine does not support host offload with MTP/EAGLE yet')
+    if c.host_offload_gb: notes.append(f"{w.name}: host offload {c.host_offload_gb:g} GB per worker simulated with the "
+                                       "engine's host KV tier")
     if spec_on: notes.append(f'{w.name}: {s.method} {s.num_tokens} tokens, acceptance length {s.acceptance_length} '
                              f'({s.acceptance_length_source or "source not recorded"})')
-    return SimWorker(role=w.role, replicas=p.replicas, tp=p.tensor_parallel_size, dp=p.data_parallel_size, ep=p.expert_parallel,
-                     block_size=c.block_size or SIM_DEFAULTS['block_size'], max_num_seqs=c.max_num_seqs or SIM_DEFAULTS['max_num_seqs'],
+    return SimWorker(role=w.role, replicas=p.replicas, tp=p.tensor_parallel_size, dp=p.data_parallel_size,
+                     ep=p.expert_parallel,
+                     block_size=c.block_size or SIM_DEFAULTS['block_size'],
+                     max_num_seqs=c.max_num_seqs or SIM_DEFAULTS['max_num_seqs'],
                      max_num_batched_tokens=c.max_num_batched_tokens or SIM_DEFAULTS['max_num_batched_tokens'],
-                     enable_prefix_caching=SIM_DEFAULTS['prefix_caching'] if c.prefix_caching is None else c.prefix_caching,
+                     enable_prefix_caching=SIM_DEFAULTS['prefix_caching'] if c.prefix_caching is None
+                     else c.prefix_caching,
                      kv_dtype=c.kv_cache_dtype or SIM_DEFAULTS['kv_dtype'],
                      gpu_memory_utilization=c.gpu_memory_utilization or SIM_DEFAULTS['gpu_memory_utilization'],
-                     spec_tokens=(s.num_tokens or 0) if spec_on else 0, acceptance_length=s.acceptance_length if spec_on else None,
+                     spec_tokens=(s.num_tokens or 0) if spec_on else 0,
+                     acceptance_length=s.acceptance_length if spec_on else None,
                      spec_method=SPEC_METHODS.get(s.method, 'mtp') if spec_on else 'mtp',
                      accept_rates=accept_rates_of(recipe, s) if spec_on else None, host_offload_gb=c.host_offload_gb)
 
@@ -86,28 +102,35 @@ def benchmark_of(variant):
     return rec.benchmarks.get(variant.topology_name) or rec.benchmarks.get(rec.default_topology)
 
 def _workload(variant, requests:int, seed:int, notes:list[str]) -> SimWorkload:
-    "The simulated workload of `variant`'s benchmark: the trace's conversation stream, or synthetic lengths, after the benchmark's warm-up."
-    from workbench.domain.recipes import load_traces
+    """The simulated workload of `variant`'s benchmark: the trace's conversation stream, or synthetic lengths, after the
+    benchmark's warm-up."""
+    from workbench.domain.loading import load_traces
     rec, bench = variant.recipe, benchmark_of(variant)
     wl, warm = (bench.workload if bench else None), (bench.warmup_requests if bench else 0)
     max_isl = (wl.max_isl if wl else None) or rec.model.architecture.context_length
-    if warm: notes.append(f"warm-up: {warm} requests before the measured pass, as the recipe's benchmark warms up (isolated prefixes: "
+    if warm: notes.append(f"warm-up: {warm} requests before the measured pass, as the recipe's benchmark warms up "
+                          "(isolated prefixes: "
                           'they warm the engine, not the measured prompts)')
     if wl is not None and wl.trace:
         t = load_traces()[wl.trace]
         if not t.sessions: raise WorkbenchError(f'trace {t.id} has no sessions model', 'build sim workload',
-                                                'add a sessions block to recipes/traces.yaml (see nbs/02_sim/00_workload)')
-        notes.append(f'workload: conversation stream standing in for trace {t.id} ({requests} requests, seed {seed}; see recipes/traces.yaml)')
-        return SimWorkload(sessions=SessionModel(**t.sessions), requests=requests, seed=seed, max_isl=max_isl, warmup=warm)
+                                                'add a sessions block to recipes/traces.yaml (see '
+                                                'nbs/02_sim/00_workload)')
+        notes.append(f'workload: conversation stream standing in for trace {t.id} ({requests} requests, seed {seed}; '
+                     'see recipes/traces.yaml)')
+        return SimWorkload(sessions=SessionModel(**t.sessions), requests=requests, seed=seed, max_isl=max_isl,
+                           warmup=warm)
     if wl is not None and wl.isl:
-        return SimWorkload(isl_mean=wl.isl, osl_mean=wl.osl or 1024, requests=requests, seed=seed, max_isl=max_isl, warmup=warm,
-                           prefix_ratio=min(1.0, (wl.shared_prefix_tokens or 0)/wl.isl), num_prefixes=wl.num_prefixes or 0)
+        return SimWorkload(isl_mean=wl.isl, osl_mean=wl.osl or 1024, requests=requests, seed=seed, max_isl=max_isl,
+                           warmup=warm,
+                           prefix_ratio=min(1.0, (wl.shared_prefix_tokens or 0)/wl.isl),
+                           num_prefixes=wl.num_prefixes or 0)
     raise WorkbenchError(f'{rec.id} has no benchmark workload for {variant.topology_name}', 'build sim workload',
                          'add a benchmarks entry with a trace id or isl/osl to the recipe')
 
 def variant_setup(variant, *, requests:int=300, seed:int=42) -> tuple[SimSetup, list[str]]:
     "The `SimSetup` that simulates `variant` (a `workbench.domain.variants.Variant`), and notes on what it assumed."
-    from workbench.domain.recipes import load_gpu
+    from workbench.domain.loading import load_gpu
     from workbench.domain.variants import weights_gb
     rec, spec, notes = variant.recipe, variant.spec, []
     ws = tuple(_sim_worker(w, rec, notes) for w in spec.workers)
@@ -115,7 +138,8 @@ def variant_setup(variant, *, requests:int=300, seed:int=42) -> tuple[SimSetup, 
     gbps, path = transfer_gbps(spec, load_gpu())
     if len(ws) > 1: notes.append(f'KV transfer prefill -> decode over {path}: {gbps:g} GB/s')
     standin = (rec.dir/rec.model.standin) if rec.model.standin and rec.path else timing.standin_dir(rec.id)
-    model = rec.id if standin.resolve() == timing.standin_dir(rec.id).resolve() else str(standin)   # ids stay location-independent
+    # ids stay location-independent
+    model = rec.id if standin.resolve() == timing.standin_dir(rec.id).resolve() else str(standin)
     return SimSetup(model=model, workers=ws, workload=work, router=spec.frontend.routing.mode or SIM_DEFAULTS['router'],
                     kv_transfer_gbps=gbps, weights_gb=weights_gb(rec)), notes
 
@@ -124,11 +148,11 @@ CAL_SEED = 1             # the calibration workload's seed (fixed: calibrations 
 
 def _observations(p, sla:SLA) -> list[Observation]:
     "What published point `p` observes."
-    o = [Observation(key='output_token_throughput_per_gpu', value=p.output_tok_s_per_gpu)]
+    o = [Observation(key=GPU_TPS, value=p.output_tok_s_per_gpu)]
     if p.concurrency is None: return o
-    if p.ttft_p50_ms: o.append(Observation(key='time_to_first_token.p50', value=p.ttft_p50_ms))
+    if p.ttft_p50_ms: o.append(Observation(key=TTFT_P50, value=p.ttft_p50_ms))
     if p.user_tok_s and p.user_speed_stat: o.append(Observation(key=USER_SPEED[p.user_speed_stat], value=p.user_tok_s))
-    if p.itl_p50_ms: o.append(Observation(key='inter_token_latency.p50', value=p.itl_p50_ms))
+    if p.itl_p50_ms: o.append(Observation(key=ITL_P50, value=p.itl_p50_ms))
     return o
 
 def point_label(p) -> str:
@@ -136,39 +160,47 @@ def point_label(p) -> str:
     return f'{p.label} {p.topology} ' + (f'c{p.concurrency}' if p.concurrency else 'max')
 
 def protocol_concurrencies(recipe, topology:str) -> list[int]|None:
-    "The concurrencies over which `topology`'s benchmark takes a maximum (None: the highest that meets the SLA, searched)."
+    """The concurrencies over which `topology`'s benchmark takes a maximum (None: the highest that meets the SLA,
+    searched)."""
     b = recipe.benchmarks.get(topology) or recipe.benchmarks[recipe.default_topology]
     return None if b.maximum == 'search' else sorted(b.concurrency)
 
 def published_points(recipe) -> list[FitPoint]:
-    "Every published figure of `recipe` as a fit point on the calibration workload, maxima under the benchmark's protocol (none that differs\
- from the workbench's variant in what the sim does not model: `PublishedPoint.unmodelled`)."
+    """Every published figure of `recipe` as a fit point on the calibration workload, maxima under the benchmark's
+    protocol (none that differs from the workbench's variant in what the sim does not model:
+    `PublishedPoint.unmodelled`)."""
     from workbench.domain.variants import recipe_variant, baseline
     out = []
     for p in recipe.published:
         if p.unmodelled: continue
         v = (recipe_variant if p.label == 'recipe' else baseline)(recipe, p.topology)
         st, _ = variant_setup(v, requests=recipe.benchmarks[p.topology].request_count, seed=CAL_SEED)
-        out.append(FitPoint(label=point_label(p), source=p.source, setup=st.model_dump(mode='json'), concurrency=p.concurrency,
+        out.append(FitPoint(label=point_label(p), source=p.source, setup=st.model_dump(mode='json'),
+                            concurrency=p.concurrency,
                             concurrencies=None if p.concurrency else protocol_concurrencies(recipe, p.topology),
-                            observations=_observations(p, recipe.sla), sla=recipe.sla if p.concurrency is None else None))
+                            observations=_observations(p, recipe.sla),
+                            sla=recipe.sla if p.concurrency is None else None))
     return out
 
 def published_maximum(run_at, sla:SLA, concurrencies:list[int]|None) -> SLAMax:
-    "A maximum the way a recipe reports one: the best passing point of `concurrencies`, or the searched highest passing concurrency."
+    """A maximum the way a recipe reports one: the best passing point of `concurrencies`, or the searched highest
+    passing concurrency."""
     if concurrencies is None: return search_sla_max(run_at, sla)
     return best_passing([run_at(c) for c in concurrencies], sla)
 
 def soft_maximum(run_at, sla:SLA, concurrencies:list[int]|None) -> tuple[float|None, int|None, bool]:
-    """(tok/s/GPU, concurrency, met): the published maximum; when no concurrency meets the SLA, the lowest one's throughput scaled by its
+    """(tok/s/GPU, concurrency, met): the published maximum; when no concurrency meets the SLA, the lowest one's
+    throughput scaled by its
     SLA margin (1 + margin, margin < 0): continuous where the SLA starts to be met, so a fit can move towards it."""
     m = published_maximum(run_at, sla, concurrencies)
     if m.output_tok_s_per_gpu: return m.output_tok_s_per_gpu, m.concurrency, True
     c = min(concurrencies or [1]); r = run_at(c); margin = sla_margin(r, sla)
-    return (None if margin is None or not r.output_tok_s_per_gpu else r.output_tok_s_per_gpu*max(0.05, 1 + margin)), c, False
+    return (None if margin is None or not r.output_tok_s_per_gpu
+            else r.output_tok_s_per_gpu*max(0.05, 1 + margin)), c, False
 
 def evaluate(model:str, points:list[FitPoint], pricing:Pricing) -> list[dict]:
-    "Simulated values of every observation of `points` (one model's) priced with `pricing`; maxima under their protocol (`soft_maximum`)."
+    """Simulated values of every observation of `points` (one model's) priced with `pricing`; maxima under their
+    protocol (`soft_maximum`)."""
     out = []
     for p in points:
         st = SimSetup.model_validate(p.setup)
@@ -177,36 +209,44 @@ def evaluate(model:str, points:list[FitPoint], pricing:Pricing) -> list[dict]:
             r = run_at(p.concurrency)
             out.append({o.key: quantity(r, o.key) for o in p.observations}); continue
         v, c, met = soft_maximum(run_at, p.sla, p.concurrencies)
-        out.append({'output_token_throughput_per_gpu': v, 'concurrency': c, 'sla_met': met})
+        out.append({GPU_TPS: v, 'concurrency': c, 'sla_met': met})
     return out
 
 # %% ../../nbs/02_sim/05_recipe.ipynb #a7ea5e93
-_VERSIONS: dict = {}     # installed package versions do not change while a process runs (read once: the sim asks per point)
+# installed package versions do not change while a process runs (read once: the sim asks per point)
+_VERSIONS: dict = {}
 
 def sim_versions() -> dict:
     "Versions a calibration depends on."
     import importlib.metadata as md
-    if not _VERSIONS: _VERSIONS.update({'ai-dynamo': md.version('ai-dynamo'), 'aiconfigurator': md.version('aiconfigurator')})
-    return {'sim': SIM_VERSION, **_VERSIONS, 'profile_format': timing.PROFILE_FORMAT, 'physics_format': PHYSICS_FORMAT, 'pilot_format': PILOT_FORMAT}
+    if not _VERSIONS: _VERSIONS.update({'ai-dynamo': md.version('ai-dynamo'),
+                                        'aiconfigurator': md.version('aiconfigurator')})
+    return {'sim': SIM_VERSION, **_VERSIONS, 'profile_format': timing.PROFILE_FORMAT, 'physics_format': PHYSICS_FORMAT,
+            'pilot_format': PILOT_FORMAT}
 
 def fit_points(models=None) -> dict[str, list[FitPoint]]:
     "Every model's published points (default: every recipe)."
-    from workbench.domain.recipes import load_recipe, list_recipes
+    from workbench.domain.loading import load_recipe, list_recipes
     return {m: published_points(load_recipe(m)) for m in (models or list_recipes())}
 
 def baselines(points:dict[str, list[FitPoint]]) -> list[str]:
     "The held-out labels of the articles' baselines ('model/label')."
     return [f'{m}/{p.label}' for m, ps in points.items() for p in ps if p.label.startswith('baseline')]
 
-def calibration(models=None, *, held_out=(), exclude=(), prior_sd:float=PRIOR_SD, start=None, store:bool=True, workers:int=1,
+def calibration(models=None, *, held_out=(), exclude=(), prior_sd:float=PRIOR_SD, start=None, store:bool=True,
+                workers:int=1,
                 progress=None, **fit_kw) -> Calibration:
-    "The joint calibration on every model's published points but the baselines and `held_out` ('model/label[/quantity]'), less `exclude`."
+    """The joint calibration on every model's published points but the baselines and `held_out`
+    ('model/label[/quantity]'), less `exclude`."""
     pts = fit_points(models)
     known = {f'{m}/{p.label}' for m, ps in pts.items() for p in ps}
     unknown = [h for h in held_out if '/'.join(h.split('/')[:2]) not in known]
-    if unknown: raise WorkbenchError(f'no published point {unknown}', 'calibrate the simulator', f'hold out some of {sorted(known)}')
-    return calibrate(pts, evaluate, held_out=sorted(set(held_out) | set(baselines(pts))), exclude=exclude, prior_sd=prior_sd, start=start,
-                     versions=sim_versions(), assumptions={'calibration_seed': CAL_SEED}, store=store, workers=workers, progress=progress, **fit_kw)
+    if unknown: raise WorkbenchError(f'no published point {unknown}', 'calibrate the simulator',
+                                     f'hold out some of {sorted(known)}')
+    return calibrate(pts, evaluate, held_out=sorted(set(held_out) | set(baselines(pts))), exclude=exclude,
+                     prior_sd=prior_sd, start=start,
+                     versions=sim_versions(), assumptions={'calibration_seed': CAL_SEED}, store=store, workers=workers,
+                     progress=progress, **fit_kw)
 
 # %% ../../nbs/02_sim/05_recipe.ipynb #b3038064
 def validation_path() -> Path:
@@ -223,35 +263,43 @@ def shipped_validation() -> dict:
     if key not in _SHIPPED: _SHIPPED.clear(); _SHIPPED[key] = json.loads(p.read_text())
     return _SHIPPED[key]
 
-_INPUTS: dict = {}   # (simulator versions, the recipe as JSON) -> inputs_hash: asked for by every simulated point's band
+# (simulator versions, the recipe as JSON) -> inputs_hash: asked for by every simulated point's band
+_INPUTS: dict = {}
 
 def inputs_hash(recipe) -> str:
     "Hash of everything a model's calibration and validation depend on."
     key = (json.dumps(sim_versions(), sort_keys=True), recipe.model_dump_json())
     if key not in _INPUTS:
         if len(_INPUTS) > 64: _INPUTS.clear()
-        _INPUTS[key] = content_hash({'versions': sim_versions(), 'points': [p.model_dump(mode='json') for p in published_points(recipe)],
+        _INPUTS[key] = content_hash({'versions': sim_versions(), 'points': [p.model_dump(mode='json')
+                for p in published_points(recipe)],
                                      'effects': [e.model_dump(mode='json') for e in recipe.published_effects]})
     return _INPUTS[key]
 
 def ledger_calibration(model:str) -> dict|None:
-    "The calibration refitted from `model`'s measured points (`workbench calibrate --from-ledger`, runs/ledger/<model>/calibration.json), if made by this simulator."
+    """The calibration refitted from `model`'s measured points (`workbench calibrate --from-ledger`,
+    runs/ledger/<model>/calibration.json), if made by this simulator."""
     p = runs_dir()/'ledger'/model/'calibration.json'
     d = json.loads(p.read_text()) if p.exists() else None
     return d if d and d.get('versions') == sim_versions() else None
 
 def model_pricing(recipe, *, ledger:bool=True) -> tuple[Pricing, str]:
-    """The prices the sim uses for `recipe`, and where they come from: the ledger's refit; else the shipped validation's (as shipped when
-    the model's inputs changed since, and said so; its shared factors for a model it never saw); else a joint fit made now."""
+    """The prices the sim uses for `recipe`, and where they come from: the ledger's refit; else the shipped
+    validation's (as shipped when
+    the model's inputs changed since, and said so; its shared factors for a model it never saw); else a joint fit made
+    now."""
     v = shipped_validation()
     physics = StepPhysics(**v['physics']) if v.get('physics') else None
     if ledger and (led := ledger_calibration(recipe.id)):
-        return Pricing(physics=StepPhysics(**led.get('physics') or (v.get('physics') or {})), factors=Factors(**led['factors'])), \
+        return Pricing(physics=StepPhysics(**led.get('physics') or (v.get('physics') or {})),
+                       factors=Factors(**led['factors'])), \
                f"ledger calibration {led['id']} ({led['points']} measured points)"
     entry = v.get('models', {}).get(recipe.id)
     if physics and entry:
         same = entry.get('inputs_hash') == inputs_hash(recipe)
-        return Pricing(physics=physics, factors=Factors(**entry['factors'])), ('shipped validation (joint fit over every model)' if same else
+        return Pricing(physics=physics, factors=Factors(**entry['factors'])), ('shipped validation (joint fit over '
+                                                                               'every model)' if same else
                'shipped validation, whose inputs for this model changed since (run `workbench validate --write`)')
-    if physics: return Pricing(physics=physics, factors=Factors(**v['shared'])), "shipped validation's shared factors (a model it never saw)"
+    if physics: return Pricing(physics=physics,
+            factors=Factors(**v['shared'])), "shipped validation's shared factors (a model it never saw)"
     return calibration().pricing(recipe.id), 'fitted now (no shipped validation)'

@@ -36,7 +36,8 @@ class Standin:
         return self.meta.get('checkpoint_gb')
 
 def timing_standin(s:Standin) -> Standin:
-    """The architecture whose aiconfigurator timings stand for `s`: `s` itself, or, when its meta.json names a `timing_template`
+    """The architecture whose aiconfigurator timings stand for `s`: `s` itself, or, when its meta.json names a
+    `timing_template`
     (config keys to set and to drop), a derived copy under runs/cache/standins (the KV layout always comes from `s`)."""
     t = s.meta.get('timing_template')
     if not t: return s
@@ -59,7 +60,8 @@ def load_standin(path) -> Standin:
     if not (p/'config.json').exists():
         have = sorted(d.name for d in recipes_dir().glob('*/standin')) if recipes_dir().exists() else []
         raise WorkbenchError(f'no config.json in {p}', 'load stand-in architecture',
-                             f'pass a folder holding config.json + hf_quant_config.json (recipes with one: {[d.parent.name for d in recipes_dir().glob("*/standin")]})')
+                             'pass a folder holding config.json + hf_quant_config.json (recipes with one: '
+                             f'{[d.parent.name for d in recipes_dir().glob("*/standin")]})')
     rd = lambda n: json.loads((p/n).read_text()) if (p/n).exists() else {}
     return Standin(path=p, config=rd('config.json'), quant=rd('hf_quant_config.json'), meta=rd('meta.json'))
 
@@ -78,9 +80,11 @@ def kv_layout(s:Standin) -> dict:
     c = s.text_config
     L = c['num_hidden_layers']
     if 'kv_lora_rank' in c:
-        el = c['kv_lora_rank'] + c.get('qk_rope_head_dim', 64) + (c.get('index_head_dim', 0) if 'index_topk' in c else 0)
+        el = c['kv_lora_rank'] + c.get('qk_rope_head_dim',
+                                       64) + (c.get('index_head_dim', 0) if 'index_topk' in c else 0)
         return dict(kind='mla', layers=L, elems=el, kv_heads=1)
-    nkv, hd = c.get('num_key_value_heads', c['num_attention_heads']), c.get('head_dim') or c['hidden_size']//c['num_attention_heads']
+    nkv, hd = c.get('num_key_value_heads',
+                    c['num_attention_heads']), c.get('head_dim') or c['hidden_size']//c['num_attention_heads']
     if 'hybrid_layer_pattern' in c: layers = sum(c['hybrid_layer_pattern'])
     elif 'layer_types' in c: layers = sum(t == 'full_attention' for t in c['layer_types'])
     else: layers = L
@@ -109,16 +113,20 @@ def kv_capacity_tokens(s:Standin, tp:int, gpu_memory_utilization:float=0.9, kv_d
                                                                  'estimate KV capacity', 'use a fraction in (0, 1]')
     free = gpu_mem_gb*gpu_memory_utilization - w/(tp*dp) - reserve_gb
     if free <= 0:
-        raise WorkbenchError(f'{w:.0f} GB of weights do not fit on {tp*dp} GPU(s) at {gpu_memory_utilization:g} x {gpu_mem_gb:g} GB',
+        raise WorkbenchError(f'{w:.0f} GB of weights do not fit on {tp*dp} GPU(s) at {gpu_memory_utilization:g} x '
+                             f'{gpu_mem_gb:g} GB',
                              'estimate KV capacity', 'raise the tensor-parallel size or gpu_memory_utilization')
     return int(free*1e9/kv_bytes_per_token_per_gpu(s, kv_dtype, tp))
 
-def num_gpu_blocks(s:Standin, tp:int, block_size:int, gpu_memory_utilization:float=0.9, *, kv_dtype:str='fp8', **kw) -> int:
+def num_gpu_blocks(s:Standin, tp:int, block_size:int, gpu_memory_utilization:float=0.9, *, kv_dtype:str='fp8',
+                   **kw) -> int:
     "KV blocks of `block_size` tokens per DP rank: the replay engine's `num_gpu_blocks`."
     return kv_capacity_tokens(s, tp, gpu_memory_utilization, kv_dtype, **kw)//block_size
 
-def min_tp_that_fits(s:Standin, gpu_memory_utilization:float=0.9, *, candidates=(1, 2, 4, 8), min_kv_tokens:int=262144, **kw) -> int:
-    "Smallest TP whose worker holds the weights plus at least `min_kv_tokens` of KV (the baseline's 'minimum TP that fits')."
+def min_tp_that_fits(s:Standin, gpu_memory_utilization:float=0.9, *, candidates=(1, 2, 4, 8), min_kv_tokens:int=262144,
+                     **kw) -> int:
+    """Smallest TP whose worker holds the weights plus at least `min_kv_tokens` of KV (the baseline's 'minimum TP that
+    fits')."""
     for tp in candidates:
         try:
             if kv_capacity_tokens(s, tp, gpu_memory_utilization, **kw) >= min_kv_tokens: return tp
@@ -127,7 +135,9 @@ def min_tp_that_fits(s:Standin, gpu_memory_utilization:float=0.9, *, candidates=
                          'check checkpoint_gb in meta.json or allow larger TP')
 
 # %% ../../nbs/02_sim/01_timing.ipynb #5124bd88
-PROFILE_FORMAT = 2  # bump when build_profile's grid or semantics change: old cache entries stop matching (2: prefill grid to the context length)
+# bump when build_profile's grid or semantics change: old cache entries stop matching (2: prefill grid to the context
+# length)
+PROFILE_FORMAT = 2
 
 @contextlib.contextmanager
 def _quiet():
@@ -153,17 +163,20 @@ def _interp_extrap(x, xp, fp):
 def profile_key(s:Standin, tp:int, moe_tp:int, moe_ep:int, *, nextn:int=0, attention_dp:int=1, system:str='b200_sxm',
                 backend:str='vllm', max_batch:int=256, max_isl:int=262144, max_ctx:int=262144) -> dict:
     "Everything a profile depends on (hashed for the cache key)."
-    return dict(config=s.config, quant=s.quant, tp=tp, moe_tp=moe_tp, moe_ep=moe_ep, nextn=nextn, attention_dp=attention_dp,
+    return dict(config=s.config, quant=s.quant, tp=tp, moe_tp=moe_tp, moe_ep=moe_ep, nextn=nextn,
+                attention_dp=attention_dp,
                 system=system, backend=backend, max_batch=max_batch, max_isl=max_isl, max_ctx=max_ctx,
                 aiconfigurator=importlib.metadata.version('aiconfigurator'), format=PROFILE_FORMAT)
 
 def build_profile(standin, tp:int, moe_tp:int, moe_ep:int, *, nextn:int=0, attention_dp:int=1, system:str='b200_sxm',
-                  backend:str='vllm', max_batch:int=256, max_isl:int=262144, max_ctx:int=262144, cache_dir=None) -> Path:
+                  backend:str='vllm', max_batch:int=256, max_isl:int=262144, max_ctx:int=262144,
+                  cache_dir=None) -> Path:
     "Path of the `dynamo_profile` NPZ for one worker configuration (built from aiconfigurator, cached by content hash)."
     s = timing_standin(standin if isinstance(standin, Standin) else load_standin(standin))
     if moe_tp*moe_ep != tp*attention_dp:
-        raise WorkbenchError(f'moe_tp {moe_tp} x moe_ep {moe_ep} != tp {tp} x attention_dp {attention_dp}', 'build timing profile',
-                             'MoE parallelism must cover the same GPUs: with expert parallelism use moe_tp=1, moe_ep=tp')
+        raise WorkbenchError(f'moe_tp {moe_tp} x moe_ep {moe_ep} != tp {tp} x attention_dp {attention_dp}',
+                             'build timing profile',
+                'MoE parallelism must cover the same GPUs: with expert parallelism use moe_tp=1, moe_ep=tp')
     key = profile_key(s, tp, moe_tp, moe_ep, nextn=nextn, attention_dp=attention_dp, system=system, backend=backend,
                       max_batch=max_batch, max_isl=max_isl, max_ctx=max_ctx)
     d = Path(cache_dir) if cache_dir else runs_dir()/'cache'/'profiles'
@@ -187,8 +200,10 @@ def build_profile(standin, tp:int, moe_tp:int, moe_ep:int, *, nextn:int=0, atten
                 except Exception as e: bad.append(f'decode bs={b} ctx={int(c)}: {str(e)[:120]}')
     ttft = np.array(ttft); ok = ~np.isnan(ttft)
     if ok.sum() < 4 or np.isnan(step).all():
-        raise WorkbenchError(f'aiconfigurator has no B200/vLLM data for {s.path} at tp={tp} moe_tp={moe_tp} moe_ep={moe_ep}: {bad[:2]}',
-                             'build timing profile', 'use a stand-in geometry the database covers (see the stand-in README)')
+        raise WorkbenchError(f'aiconfigurator has no B200/vLLM data for {s.path} at tp={tp} moe_tp={moe_tp} '
+                             f'moe_ep={moe_ep}: {bad[:2]}',
+                             'build timing profile',
+                             'use a stand-in geometry the database covers (see the stand-in README)')
     for j in range(len(ctx)):          # fill database holes along the batch axis
         col = step[:, j]; g = ~np.isnan(col)
         if g.any() and not g.all(): step[:, j] = _interp_extrap(bs.astype(float), bs[g].astype(float), col[g])
@@ -215,27 +230,36 @@ def load_profile(path) -> dict:
 
 _ENGINES: dict = {}
 
-def aic_engine(s:Standin, tp:int, moe_tp:int, moe_ep:int, *, nextn:int=0, attention_dp:int=1, system:str='b200_sxm', backend:str='vllm'):
-    "aiconfigurator's compiled B200/vLLM engine for one worker configuration of stand-in `s` (its timing stand-in; kept per process)."
+def aic_engine(s:Standin, tp:int, moe_tp:int, moe_ep:int, *, nextn:int=0, attention_dp:int=1, system:str='b200_sxm',
+               backend:str='vllm'):
+    """aiconfigurator's compiled B200/vLLM engine for one worker configuration of stand-in `s` (its timing stand-in;
+    kept per process)."""
     s = timing_standin(s)
     key = (str(s.path), tp, moe_tp, moe_ep, nextn, attention_dp, system, backend)
     if key in _ENGINES: return _ENGINES[key]
     from aiconfigurator_core.sdk import EngineHandle
     with _quiet():
-        try: eng = EngineHandle.compile(str(s.path), system, backend, tp_size=tp, moe_tp_size=moe_tp, moe_ep_size=moe_ep,
+        try: eng = EngineHandle.compile(str(s.path), system, backend, tp_size=tp, moe_tp_size=moe_tp,
+                                        moe_ep_size=moe_ep,
                                         attention_dp_size=attention_dp, nextn=nextn)
         except Exception as e:
-            raise WorkbenchError(f'aiconfigurator cannot compile {s.path} at tp={tp} moe_tp={moe_tp} moe_ep={moe_ep} ({e})',
-                                 'build timing profile', 'choose a parallelism the B200/vLLM database covers, or change the stand-in') from None
+            raise WorkbenchError(f'aiconfigurator cannot compile {s.path} at tp={tp} moe_tp={moe_tp} moe_ep={moe_ep} '
+                                 f'({e})',
+                                 'build timing profile',
+                                 'choose a parallelism the B200/vLLM database covers, or change the stand-in') from None
     _ENGINES[key] = eng
     return eng
 
 # %% ../../nbs/02_sim/01_timing.ipynb #ce2e0b1f
-PILOT_GRAIN = 128     # the pilot prices chunk starts and lengths rounded to this many tokens (the prices move < 0.1%; many fewer look-ups)
+# the pilot prices chunk starts and lengths rounded to this many tokens (the prices move < 0.1%; many fewer look-ups)
+PILOT_GRAIN = 128
 
-def chunked_prefill_ms(eng, new:int, chunk:int|None, prefix:int=0, *, memo:dict|None=None, grain:int=1) -> tuple[float, int]:
-    """aiconfigurator's time (ms) to prefill `new` tokens after `prefix` cached ones the way vLLM does, in chunks of `chunk` tokens a step
-    (None: one step), each chunk attending over every token before it; and the number of steps (chunks). `grain` rounds the look-ups."""
+def chunked_prefill_ms(eng, new:int, chunk:int|None, prefix:int=0, *, memo:dict|None=None, grain:int=1) -> tuple[float,
+    int]:
+    """aiconfigurator's time (ms) to prefill `new` tokens after `prefix` cached ones the way vLLM does, in chunks of
+    `chunk` tokens a step
+    (None: one step), each chunk attending over every token before it; and the number of steps (chunks). `grain` rounds
+    the look-ups."""
     memo, step, total, steps = ({} if memo is None else memo), (chunk or new), 0.0, 0
     for i in range(0, new, step):
         start, size = prefix + i, min(step, new - i)
@@ -246,15 +270,20 @@ def chunked_prefill_ms(eng, new:int, chunk:int|None, prefix:int=0, *, memo:dict|
         total += memo[k]*size/(k[0] - k[1]); steps += 1
     return total, steps
 
-def prefill_prices(s:Standin, tp:int, moe_tp:int, moe_ep:int, *, requests, chunk:int, whole:bool, attention_dp:int=1) -> dict:
-    """What a pool's prefill curve needs from the prompts (input length, cached tokens) of a pilot replay: `chunk_ms`, the mean time of a
-    full chunk (an aggregated pool, `whole=False`, whose engine prices each chunk as it runs; None for a prefill pool, priced by the
-    whole prompt); `extra_ms_per_token`, the mean time per new token the curve still misses (the attention over cached prefixes)."""
+def prefill_prices(s:Standin, tp:int, moe_tp:int, moe_ep:int, *, requests, chunk:int, whole:bool,
+                   attention_dp:int=1) -> dict:
+    """What a pool's prefill curve needs from the prompts (input length, cached tokens) of a pilot replay: `chunk_ms`,
+    the mean time of a
+    full chunk (an aggregated pool, `whole=False`, whose engine prices each chunk as it runs; None for a prefill pool,
+                priced by the
+    whole prompt); `extra_ms_per_token`, the mean time per new token the curve still misses (the attention over cached
+    prefixes)."""
     eng, memo, g = aic_engine(s, tp, moe_tp, moe_ep, attention_dp=attention_dp), {}, PILOT_GRAIN
     reqs = [(int(isl), int(hit or 0)) for isl, hit in requests if int(isl) - int(hit or 0) >= 1]
     with _quiet():
         truth = [chunked_prefill_ms(eng, isl - hit, chunk, hit, memo=memo, grain=g)[0] for isl, hit in reqs]
-        full = [chunked_prefill_ms(eng, chunk, None, hit + i, memo=memo, grain=g)[0] for isl, hit in reqs for i in range(0, isl - hit - chunk + 1, chunk)]
+        full = [chunked_prefill_ms(eng, chunk, None, hit + i, memo=memo, grain=g)[0] for isl, hit in reqs
+                for i in range(0, isl - hit - chunk + 1, chunk)]
         chunk_ms = float(np.mean(full)) if full and not whole else None
         def charged(n:int) -> float:
             if whole: return chunked_prefill_ms(eng, n, chunk, memo=memo, grain=g)[0]

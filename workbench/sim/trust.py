@@ -6,7 +6,8 @@
 from __future__ import annotations
 import math
 import numpy as np
-from ..domain.results import BAND_KEYS
+from ..domain.metrics import BAND_KEYS, OUTPUT_TPS
+
 
 # %% auto #0
 __all__ = ['MODELLED', 'INTERVAL', 'REPEAT_REQUESTS', 'unmodelled', 'partly_modelled', 'fitted_topologies', 'groups_changed',
@@ -15,31 +16,40 @@ __all__ = ['MODELLED', 'INTERVAL', 'REPEAT_REQUESTS', 'unmodelled', 'partly_mode
 
 # %% ../../nbs/02_sim/06_trust.ipynb #2b6f7728
 MODELLED = {
-    'parallelism': {k: ('yes', 'aiconfigurator kernels per TP/EP/DP, per-layer collective cost per TP doubling; KV capacity per worker') for k in
+    'parallelism': {k: ('yes', 'aiconfigurator kernels per TP/EP/DP, per-layer collective cost per TP doubling; KV '
+                               'capacity per worker') for k in
                     ('tensor_parallel_size', 'data_parallel_size', 'expert_parallel', 'replicas')},
     'routing': {'mode': ('yes', "the engine's round-robin and KV router"),
                 'kv_events': ('partly', "the engine's KV router always sees exact cache events"),
                 'kv_events_config': ('partly', "the engine's KV router always sees exact cache events"),
-                'args': ('no', 'router tuning flags (overlap credit decay, prefill tracking) are not passed to the engine'),
+                'args': ('no', 'router tuning flags (overlap credit decay, prefill tracking) are not passed to the '
+                               'engine'),
                 'mode_via': ('n/a', 'how the mode is passed'), 'kv_events_via': ('n/a', 'how events are enabled'),
                 'block_size_flag': ('n/a', 'rendering only')},
-    'cache': {'prefix_caching': ('yes', "the engine's block pool and prefix reuse"), 'max_num_seqs': ('yes', "the engine's scheduler"),
-              'max_num_batched_tokens': ('yes', 'chunked prefill with that token budget, the attention over earlier chunks added back'),
+    'cache': {'prefix_caching': ('yes', "the engine's block pool and prefix reuse"),
+              'max_num_seqs': ('yes', "the engine's scheduler"),
+              'max_num_batched_tokens': ('yes', 'chunked prefill with that token budget, the attention over earlier '
+                                                'chunks added back'),
               'gpu_memory_utilization': ('yes', 'KV capacity'), 'host_offload_gb': ('yes', "the engine's host KV tier"),
               'kv_cache_dtype': ('partly', 'KV capacity only; attention kernel speed is not in the profile'),
-              'block_size': ('no', 'kernel efficiency per block size is not in the profile (K-EXAONE: 16 is worse than 64)')},
-    'speculative': {'method': ('partly', 'an EAGLE3 head and an MTP module differ in the draft pass they run; the engine draws acceptance alike'),
-                    'num_tokens': ('yes', "verification of k + 1 tokens a sequence, k draft passes, the engine's acceptance draws"),
+              'block_size': ('no', 'kernel efficiency per block size is not in the profile (K-EXAONE: 16 is worse than '
+                                   '64)')},
+    'speculative': {'method': ('partly', 'an EAGLE3 head and an MTP module differ in the draft pass they run; the '
+                                         'engine draws acceptance alike'),
+                    'num_tokens': ('yes', "verification of k + 1 tokens a sequence, k draft passes, the engine's "
+                                          "acceptance draws"),
                     'acceptance_length': ('yes', 'per-position acceptance rates'),
                     'acceptance': ('no', 'real vs synthetic acceptance: only the acceptance length reaches the engine'),
                     'acceptance_length_source': ('n/a', 'provenance only'), 'flag_style': ('n/a', 'rendering only')},
-    'kernels': {k: ('no', 'aiconfigurator has one kernel set per op') for k in ('moe_backend', 'attention_backend', 'flashinfer_autotune')}
+    'kernels': {k: ('no', 'aiconfigurator has one kernel set per op') for k in ('moe_backend', 'attention_backend',
+                                                                                'flashinfer_autotune')}
                | {'flag_style': ('n/a', 'rendering only')},
     'topology': {'topology': ('yes', 'aggregated or prefill/decode pools, KV transfer by network type')},
     'runtime': {'image': ('no', 'a runtime image changes kernels and scheduling code the sim does not see')}}
 
 def _changed(variant) -> list[tuple[str, str]]:
-    "(group, setting) of every setting `variant` changes against the recipe on its topology (or the baseline it derives from)."
+    """(group, setting) of every setting `variant` changes against the recipe on its topology (or the baseline it
+    derives from)."""
     from workbench.domain.variants import recipe_variant, baseline, diff
     if variant.group is None: return []
     if variant.group == 'topology': return [('topology', 'topology')]
@@ -47,20 +57,23 @@ def _changed(variant) -> list[tuple[str, str]]:
     out = []
     for k in diff(parent, variant):
         parts = k.split('.')
-        if parts[0] in ('topology', 'image'): out.append(('runtime', 'image') if parts[0] == 'image' else ('topology', 'topology'))
+        if parts[0] in ('topology', 'image'): out.append(('runtime', 'image') if parts[0] == 'image'
+                                                         else ('topology', 'topology'))
         else: out.append(('routing' if parts[0] == 'frontend' else parts[1], parts[-1]))
     return sorted(set(out))
 
 def unmodelled(variant) -> list[str]:
-    "The settings `variant` changes that the simulator does not model ('group.setting: why'), and what its published baseline ran that it does not."
+    """The settings `variant` changes that the simulator does not model ('group.setting: why'), and what its published
+    baseline ran that it does not."""
     own = [why for p in variant.recipe.published if variant.base == 'baseline' and p.label == 'baseline'
            and p.topology == variant.topology_name for why in p.unmodelled]
-    return own + [f'{g}.{s}: {MODELLED.get(g, {}).get(s, ("no", "unknown setting"))[1]}' for g, s in _changed(variant)
-                  if MODELLED.get(g, {}).get(s, ('no',))[0] == 'no']
+    return own + [f'{g}.{s}: {MODELLED.get(g, {}).get(s, ("no", "unknown setting"))[1]}' for g,
+                  s in _changed(variant) if MODELLED.get(g, {}).get(s, ('no',))[0] == 'no']
 
 def partly_modelled(variant) -> list[str]:
     "The settings `variant` changes that the simulator models only in part."
-    return [f'{g}.{s}: {MODELLED[g][s][1]}' for g, s in _changed(variant) if MODELLED.get(g, {}).get(s, ('no',))[0] == 'partly']
+    return [f'{g}.{s}: {MODELLED[g][s][1]}' for g,
+            s in _changed(variant) if MODELLED.get(g, {}).get(s, ('no', ))[0] == 'partly']
 
 # %% ../../nbs/02_sim/06_trust.ipynb #337568e2
 def fitted_topologies(recipe) -> set[str]:
@@ -84,7 +97,8 @@ def _t90(df:int) -> float:
     return float(t.ppf(0.5 + INTERVAL/2, max(1, df)))
 
 def interval(log_errors, *, prior_scale:float|None=None, prior_n:float=2.0) -> float|None:
-    "Relative half-width of the 80% prediction interval from held-out log errors (None when there are none and no prior)."
+    """Relative half-width of the 80% prediction interval from held-out log errors (None when there are none and no
+    prior)."""
     e = [float(x) for x in log_errors if x is not None and math.isfinite(x)]
     if not e and prior_scale is None: return None
     n, ss = len(e), sum(x*x for x in e)
@@ -110,8 +124,10 @@ def sharpness(items:list[tuple[float, float]]) -> float|None:
 
 # %% ../../nbs/02_sim/06_trust.ipynb #3ed54dd9
 def sample_bias(rows:list[dict], model:str, requests:int, *, cap:float=4.0) -> dict[str, float]:
-    """How far `model`'s recipe point at `requests` reads from the trace-sized sample, per band key (relative, signed), from the
-    validation's stability rows: the bias measured at the smallest count there, scaled linearly in 1/requests (at most `cap` times)."""
+    """How far `model`'s recipe point at `requests` reads from the trace-sized sample, per band key (relative, signed),
+    from the
+    validation's stability rows: the bias measured at the smallest count there, scaled linearly in 1/requests (at most
+    `cap` times)."""
     rows = [r for r in rows if r['model'] == model]
     counts = sorted({r['requests'] for r in rows})
     if len(counts) < 2 or requests >= counts[-1]: return {}
@@ -126,44 +142,57 @@ def _noise(v:dict, key:str, requests:int, runs:int=1) -> float|None:
     return None if n is None else n*math.sqrt(runs*v.get('noise_requests', 1805)/max(1, requests))
 
 def effect_band(v:dict, groups:list[str], key:str, *, twice:bool=False) -> float|None:
-    "The combined effect band of changing `groups` for band key `key` (a group no published effect covers: every effect's, pooled: `'*'`)."
+    """The combined effect band of changing `groups` for band key `key` (a group no published effect covers: every
+    effect's, pooled: `'*'`)."""
     eff = v.get('bands', {}).get('effects', {})
     pooled = (eff.get('*') or {}).get(key)
     bands = [(eff.get(g) or {}).get(key) or pooled for g in groups]
     return combine(*bands, *(bands if twice else []))
 
 def bias_stands_out(v:dict, key:str, bias:float, requests:int) -> bool:
-    "Whether a short sample's bias stands out of the seed noise of the two samples it compares (twice it, or more): the one rule."
-    return abs(bias) > 2*math.hypot(_noise(v, key, requests) or 0.0, _noise(v, key, v.get('noise_requests', 1805)) or 0.0)
+    """Whether a short sample's bias stands out of the seed noise of the two samples it compares (twice it, or more):
+    the one rule."""
+    return abs(bias) > 2*math.hypot(_noise(v, key, requests) or 0.0,
+                                    _noise(v, key, v.get('noise_requests', 1805)) or 0.0)
 
 def band_of_groups(v:dict, model:str, groups:list[str], requests:int, *, twice:bool=False) -> dict[str, float]:
-    """Per band key: the band of a point of `model` that differs from its fitted configurations in `groups`, at `requests` (a short sample's
-    bias against the trace-sized one counts only where it stands out of the seed noise of the two: twice it, or more)."""
+    """Per band key: the band of a point of `model` that differs from its fitted configurations in `groups`, at
+    `requests` (a short sample's
+    bias against the trace-sized one counts only where it stands out of the seed noise of the two: twice it, or
+    more)."""
     fitted, bias, out = v.get('bands', {}).get('fitted', {}), sample_bias(v.get('stability', []), model, requests), {}
     for key in BAND_KEYS:
         nz = _noise(v, key, requests)
         real = key in bias and bias_stands_out(v, key, bias[key], requests)
-        b = combine(fitted.get(key), effect_band(v, groups, key, twice=twice) if groups else None, nz, abs(bias[key]) if real else None)
+        b = combine(fitted.get(key), effect_band(v, groups, key, twice=twice) if groups else None, nz,
+                    abs(bias[key]) if real else None)
         if b is not None: out[key] = round(b, 4)
     return out
 
-REPEAT_REQUESTS = 600    # the request count the repeat spread is measured at (a study's typical size; the spread shrinks with sqrt(N))
+# the request count the repeat spread is measured at (a study's typical size; the spread shrinks with sqrt(N))
+REPEAT_REQUESTS = 600
 def repeat_band(det:dict, disaggregated:bool, router:str, requests:int) -> dict[str, float]:
-    "The band of a repeat (same configuration, same seed) for a point of that kind at `requests` (a flat, older document: as it is)."
-    if not det or not isinstance(next(iter(det.values())), dict): return {k: v for k, v in (det or {}).items() if k in BAND_KEYS}
+    """The band of a repeat (same configuration, same seed) for a point of that kind at `requests` (a flat, older
+    document: as it is)."""
+    if not det or not isinstance(next(iter(det.values())),
+                                 dict): return {k: v for k, v in (det or {}).items() if k in BAND_KEYS}
     d = det.get(f"{'disagg' if disaggregated else 'agg'}/{'kv' if router == 'kv' else 'round-robin'}") or {}
     scale = math.sqrt(d.get('requests', REPEAT_REQUESTS)/max(1, requests))
     return {k: round(v*scale, 5) for k, v in d.items() if k in BAND_KEYS}
 
 
-def delta_band(v:dict, groups:list[str], requests:int, key:str='output_token_throughput', *, twice:bool=False) -> float:
-    "The band of the relative change between two simulated points that differ in `groups` (none: the same configuration twice)."
-    return round(combine(effect_band(v, groups, key, twice=twice) if groups else None, _noise(v, key, requests, runs=2)) or 0.0, 4)
+def delta_band(v:dict, groups:list[str], requests:int, key:str=OUTPUT_TPS, *, twice:bool=False) -> float:
+    """The band of the relative change between two simulated points that differ in `groups` (none: the same
+    configuration twice)."""
+    return round(combine(effect_band(v, groups, key, twice=twice) if groups else None, _noise(v, key, requests,
+        runs=2)) or 0.0, 4)
 
 # %% ../../nbs/02_sim/06_trust.ipynb #d490ad6e
 def band_of(variant, requests:int, validation:dict|None=None) -> tuple[dict[str, float], str]:
-    """The band per band key of a simulated point of `variant` at `requests`, plus 'delta' (the band of its change against the recipe) and
-    'repeat' (per band key, how far the same configuration at the same seed moves between runs, the validation's `determinism`: the
+    """The band per band key of a simulated point of `variant` at `requests`, plus 'delta' (the band of its change
+    against the recipe) and
+    'repeat' (per band key, how far the same configuration at the same seed moves between runs,
+              the validation's `determinism`: the
     band of a regression gate, which compares the same configurations and seeds), and its basis."""
     from workbench.sim.recipe import shipped_validation, inputs_hash, ledger_calibration
     from workbench.domain.variants import recipe_variant, changed_groups
@@ -171,20 +200,24 @@ def band_of(variant, requests:int, validation:dict|None=None) -> tuple[dict[str,
     if not v or v.get('models', {}).get(variant.recipe.id, {}).get('inputs_hash') != inputs_hash(variant.recipe):
         return {}, 'no validation for the current simulator inputs: run `workbench validate --write`'
     led = ledger_calibration(variant.recipe.id) if validation is None else None
-    if led and led.get('bands'): v = {**v, 'bands': {**v['bands'], 'fitted': {**v['bands'].get('fitted', {}), **led['bands']}}}
+    if led and led.get('bands'): v = {**v, 'bands': {**v['bands'], 'fitted': {**v['bands'].get('fitted', {}),
+                                                                              **led['bands']}}}
     groups, twice = groups_changed(variant), bool(partly_modelled(variant))
     out = band_of_groups(v, variant.recipe.id, groups, requests, twice=twice)
     dg = set(changed_groups(recipe_variant(variant.recipe, variant.topology_name), variant))
-    if variant.group == 'topology': dg.add('topology')          # a topology variant moved from its study's recipe topology
+    # a topology variant moved from its study's recipe topology
+    if variant.group == 'topology': dg.add('topology')
     out['delta'] = delta_band(v, sorted(dg), requests, twice=twice)
-    out['repeat'] = repeat_band(v.get('determinism', {}), len(variant.spec.workers) > 1 and variant.spec.workers[0].role != 'agg',
-                                variant.spec.frontend.routing.mode or 'round-robin', requests)   # the same configuration twice, same seed
-    bias = sample_bias(v.get('stability', []), variant.recipe.id, requests).get('output_token_throughput', 0.0)
-    big = bias_stands_out(v, 'output_token_throughput', bias, requests)          # the band adds it on the same rule
+    out['repeat'] = repeat_band(v.get('determinism', {}),
+                                len(variant.spec.workers) > 1 and variant.spec.workers[0].role != 'agg',
+                                # the same configuration twice, same seed
+                                variant.spec.frontend.routing.mode or 'round-robin', requests)
+    bias = sample_bias(v.get('stability', []), variant.recipe.id, requests).get(OUTPUT_TPS, 0.0)
+    big = bias_stands_out(v, OUTPUT_TPS, bias, requests)          # the band adds it on the same rule
     basis = (f"{INTERVAL:.0%} prediction interval from held-out errors over {len(v['models'])} models"
-             + (f", the {'+'.join(groups)} effect band{'s' if len(groups) > 1 else ''}" if groups else ', a fitted configuration')
-             + (' (twice: partly modelled)' if twice else '') + (" and the ledger's measured points" if led else '')
-             + f', seed noise at {requests} requests'
+             + (f", the {'+'.join(groups)} effect band{'s' if len(groups) > 1 else ''}" if groups
+                else ', a fitted configuration') + (' (twice: partly modelled)' if twice else '')
+             + (" and the ledger's measured points" if led else '') + f', seed noise at {requests} requests'
              + (f", sample size: {requests} requests read {bias:+.0%} tok/s/GPU against the trace-sized sample "
                 '(reuse builds up over a conversation trace; ask for more requests)' if big else ''))
     return out, basis

@@ -8,20 +8,21 @@ import json, math, time
 from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import pandas as pd
-from ..base.core import WorkbenchError, unique_tmp
-from ..domain.recipes import load_recipe, list_recipes
-from ..domain.results import QUANTITIES, BAND_KEYS
+from ..base.core import unique_tmp
+from ..domain.loading import load_recipe, list_recipes
 from .physics import Pricing
 from .engine import simulate
-from .recipe import (SIM_VERSION, CAL_SEED, benchmark_of, calibration, fit_points, inputs_hash, protocol_concurrencies,
-                                  published_maximum, sim_versions, validation_path, variant_setup)
-from .trust import MODELLED, INTERVAL, REPEAT_REQUESTS, interval, combine, coverage, sharpness, unmodelled
+from .recipe import (SIM_VERSION, CAL_SEED, benchmark_of, calibration, inputs_hash,
+                                  protocol_concurrencies, published_maximum, sim_versions, validation_path,
+                                  variant_setup)
+from .trust import INTERVAL, REPEAT_REQUESTS, interval, combine, coverage, sharpness, unmodelled
+from ..domain.metrics import (QUANTITIES, BAND_KEYS, COL_GPU_TPS, ITL, OUTPUT_TPS, PREFIX_HIT, TTFT, TTFT_P50,
+                                      USER_TPS)
 
 # %% auto #0
 __all__ = ['REFIT', 'NOISE_SEEDS', 'NOISE_REQUESTS', 'REPEAT_POINTS', 'FAMILY', 'protocol_value', 'effect_rows', 'reuse_rows',
            'held_out_rows', 'noise_rows', 'determinism', 'sweep_rows', 'sweep_shape', 'noise_cv', 'bands',
-           'coverage_rows', 'judge', 'validate', 'physics_table', 'held_out_table', 'effects_table', 'bands_table',
-           'coverage_table', 'trust_table', 'repeat_table', 'sweep_table', 'report_tables', 'stability_table']
+           'coverage_rows', 'judge', 'validate']
 
 # %% ../../nbs/02_sim/07_validation.ipynb #d120651e
 def protocol_value(recipe, v, pricing:Pricing, concurrency:int|None=None) -> tuple[float|None, int|None]:
@@ -46,11 +47,13 @@ def _apply(recipe, changes, topology=None):
 def _effect(rec, name:str, groups, published:float, *, to:tuple, frm:tuple, basis:str, note:str='') -> dict:
     "One effect row: published and simulated ratio and the error."
     sim = to[0]/frm[0] if to[0] and frm[0] else None
-    return dict(model=rec.id, effect=name, groups=sorted(groups), published=published, simulated=sim, to_concurrency=to[1],
+    return dict(model=rec.id, effect=name, groups=sorted(groups), published=published, simulated=sim,
+                to_concurrency=to[1],
                 from_concurrency=frm[1], error=None if sim is None else sim/published - 1, basis=basis, note=note)
 
 def effect_rows(model:str, full:dict, loo:dict) -> list[dict]:
-    "Every published effect of `model`: `full`, its joint pricing; `loo`, point label -> the pricing of the fit that held that point out."
+    """Every published effect of `model`: `full`, its joint pricing; `loo`, point label -> the pricing of the fit that
+    held that point out."""
     from workbench.domain.variants import recipe_variant, baseline
     from workbench.sim.recipe import point_label
     rec, out = load_recipe(model), []
@@ -59,11 +62,14 @@ def effect_rows(model:str, full:dict, loo:dict) -> list[dict]:
     for b in (q for q in rec.published if q.label == 'baseline' and q.topology in recipes):
         r, pb = recipes[b.topology], pr
         if b.unmodelled:
-            out.append(_effect(rec, f'baseline -> recipe ({b.topology})', rec.baseline.changes, r.output_tok_s_per_gpu/b.output_tok_s_per_gpu,
-                               to=(None, None), frm=(None, None), basis='not modelled: the published baseline differs in ' + '; '.join(b.unmodelled),
+            out.append(_effect(rec, f'baseline -> recipe ({b.topology})', rec.baseline.changes, r.output_tok_s_per_gpu
+                               /b.output_tok_s_per_gpu,
+                               to=(None, None), frm=(None, None),
+                               basis='not modelled: the published baseline differs in ' + '; '.join(b.unmodelled),
                                note=b.notes))
             continue
-        out.append(_effect(rec, f'baseline -> recipe ({b.topology})', rec.baseline.changes, r.output_tok_s_per_gpu/b.output_tok_s_per_gpu,
+        out.append(_effect(rec, f'baseline -> recipe ({b.topology})', rec.baseline.changes, r.output_tok_s_per_gpu
+                           /b.output_tok_s_per_gpu,
                            to=protocol_value(rec, recipe_variant(rec, b.topology), pb, r.concurrency),
                            frm=protocol_value(rec, baseline(rec, b.topology), pb, b.concurrency),
                            basis='under the benchmark protocol; baselines are never fitted'))
@@ -71,44 +77,51 @@ def effect_rows(model:str, full:dict, loo:dict) -> list[dict]:
     for t, q in recipes.items():
         if t == rec.default_topology or home is None or point_label(q) not in loo: continue
         pt = Pricing.model_validate(loo[point_label(q)])
-        out.append(_effect(rec, f'{rec.default_topology} -> {t}', ['topology'], q.output_tok_s_per_gpu/home.output_tok_s_per_gpu,
+        out.append(_effect(rec, f'{rec.default_topology} -> {t}', ['topology'], q.output_tok_s_per_gpu
+                           /home.output_tok_s_per_gpu,
                            to=protocol_value(rec, recipe_variant(rec, t), pt, q.concurrency),
                            frm=protocol_value(rec, recipe_variant(rec, rec.default_topology), pt, home.concurrency),
                            basis=f'under the benchmark protocol; the fit held the {t} point out'))
     for e in rec.published_effects:
-        if e.metric != 'output_tok_s_per_gpu': continue
+        if e.metric != COL_GPU_TPS: continue
         v = _apply(rec, e.changes, e.topology)
         if why := unmodelled(v):
             out.append(_effect(rec, e.label, {c.group for c in e.changes}, e.ratio, to=(None, None), frm=(None, None),
                                basis='not modelled: ' + '; '.join(why), note=e.notes))
             continue
         out.append(_effect(rec, e.label, {c.group for c in e.changes}, e.ratio, to=protocol_value(rec, v, pr),
-                           frm=protocol_value(rec, recipe_variant(rec, e.topology), pr), basis='under the benchmark protocol; never fitted', note=e.notes))
+                           frm=protocol_value(rec, recipe_variant(rec, e.topology), pr),
+                           basis='under the benchmark protocol; never fitted', note=e.notes))
     return out
 
 def reuse_rows(model:str, full:dict) -> list[dict]:
-    "The recipe authors' KV reuse figures, simulated (the workload model was fitted to them: a fit check, not a validation)."
+    """The recipe authors' KV reuse figures, simulated (the workload model was fitted to them: a fit check, not a
+    validation)."""
     rec, out = load_recipe(model), []
     for e in rec.published_effects:
-        if e.metric != 'prefix_cache_hit_rate': continue
+        if e.metric != PREFIX_HIT: continue
         v = _apply(rec, e.changes, e.topology)
         st, _ = variant_setup(v, requests=benchmark_of(v).request_count, seed=CAL_SEED)
-        r = simulate(st, e.concurrency or benchmark_of(v).concurrency[0], pricing=Pricing.model_validate(full), telemetry_ms=None)
-        out.append(dict(model=model, figure=e.label, published=e.value, simulated=r.prefix_cache_hit_rate, used_for=e.used_for,
+        r = simulate(st, e.concurrency or benchmark_of(v).concurrency[0], pricing=Pricing.model_validate(full),
+                     telemetry_ms=None)
+        out.append(dict(model=model, figure=e.label, published=e.value, simulated=r.prefix_cache_hit_rate,
+                        used_for=e.used_for,
                         concurrency=r.concurrency, note=e.notes))
     return out
 
 # %% ../../nbs/02_sim/07_validation.ipynb #9f03a7fa
-def _row(kind:str, model:str, point:str, key:str, *, observed:float, rel:float|None, groups=(), p95:float|None=None) -> dict:
+def _row(kind:str, model:str, point:str, key:str, *, observed:float, rel:float|None, groups=(),
+         p95:float|None=None) -> dict:
     "One held-out prediction (`p95`: with a TTFT p50, the TTFT p95 the same fit predicts)."
     return dict(kind=kind, model=model, point=point, quantity=key, band_key=QUANTITIES[key].band, published=observed,
                 predicted=None if rel is None else observed*(1 + rel), error=rel, groups=sorted(groups), p95=p95)
 
 def _p95(p, pricing:Pricing, key:str) -> float|None:
     "The TTFT p95 of fit point `p` priced with `pricing` (None unless `key` is its TTFT p50)."
-    if key != 'time_to_first_token.p50' or p.concurrency is None: return None
+    if key != TTFT_P50 or p.concurrency is None: return None
     from workbench.sim.engine import SimSetup
-    return simulate(SimSetup.model_validate(p.setup), p.concurrency, pricing=pricing, telemetry_ms=None).value('time_to_first_token', 'p95')
+    return simulate(SimSetup.model_validate(p.setup), p.concurrency, pricing=pricing,
+                    telemetry_ms=None).value(TTFT, 'p95')
 
 def _groups_of(model:str, label:str) -> list[str]:
     "The setting groups in which published point `label` differs from the other fitted points of `model`."
@@ -119,7 +132,8 @@ def _groups_of(model:str, label:str) -> list[str]:
     if kind == 'baseline': return groups_changed(baseline(rec, topology))
     return ['topology'] if len(fitted_topologies(rec)) > 1 else []
 
-REFIT = dict(maxit=5, refresh=False)     # a held-out refit: warm-started with the full fit's parameters and Jacobian, a few damped steps
+# a held-out refit: warm-started with the full fit's parameters and Jacobian, a few damped steps
+REFIT = dict(maxit=5, refresh=False)
 
 def held_out_rows(full, *, workers:int=1, progress=print) -> tuple[list[dict], dict]:
     "(rows of every held-out prediction, (model, point) -> pricing of the fit that held that whole point out)."
@@ -127,25 +141,32 @@ def held_out_rows(full, *, workers:int=1, progress=print) -> tuple[list[dict], d
     for m, pts in full.points.items():
         for p in pts:
             if p.label.startswith('baseline'):          # never fitted: the full fit predicts it
-                rows += [_row('variant', m, p.label, o.key, observed=o.value, rel=full.residuals[m][p.label].get(o.key), groups=_groups_of(m, p.label)) for o in p.observations]
+                rows += [_row('variant', m, p.label, o.key, observed=o.value,
+                              rel=full.residuals[m][p.label].get(o.key), groups=_groups_of(m, p.label))
+                         for o in p.observations]
                 continue
             only = len(p.observations) == 1
             for o in p.observations:
                 t0 = time.time()
-                cal = calibration(held_out=[f'{m}/{p.label}' if only else f'{m}/{p.label}/{o.key}'], start=full, workers=workers, **REFIT)
+                cal = calibration(held_out=[f'{m}/{p.label}' if only else f'{m}/{p.label}/{o.key}'], start=full,
+                                  workers=workers, **REFIT)
                 rel = cal.residuals[m][p.label].get(o.key)
-                rows.append(_row('variant' if only else 'fitted', m, p.label, o.key, observed=o.value, rel=rel, groups=_groups_of(m, p.label) if only else (),
+                rows.append(_row('variant' if only else 'fitted', m, p.label, o.key, observed=o.value, rel=rel,
+                                 groups=_groups_of(m, p.label) if only else (),
                                  p95=_p95(p, cal.pricing(m), o.key)))
                 if only: loo[(m, p.label)] = cal.pricing(m).model_dump()
-                progress(f'held out {m} {p.label} {o.key}: ' + (f'{rel:+.1%}' if rel is not None else 'no value') + f' ({time.time() - t0:.0f} s)')
+                progress(f'held out {m} {p.label} {o.key}: ' + (f'{rel:+.1%}' if rel is not None else 'no value')
+                         + f' ({time.time() - t0:.0f} s)')
     for m in full.points:
         t0 = time.time()
         cal = calibration(exclude=[m], start=full, workers=workers, **REFIT)
         for p in full.points[m]:
-            for o in p.observations: rows.append(_row('model', m, p.label, o.key, observed=o.value, rel=cal.residuals[m][p.label].get(o.key),
+            for o in p.observations: rows.append(_row('model', m, p.label, o.key, observed=o.value,
+                                                      rel=cal.residuals[m][p.label].get(o.key),
                                                       p95=_p95(p, cal.pricing(m), o.key)))
-        progress(f'left {m} out: ' + ', '.join(f"{r['point']} {r['quantity']} {r['error']:+.0%}" for r in rows if r['kind'] == 'model' and r['model'] == m
-                                                and r['error'] is not None) + f' ({time.time() - t0:.0f} s)')
+        progress(f'left {m} out: ' + ', '.join(f"{r['point']} {r['quantity']} {r['error']:+.0%}" for r in rows
+                                               if r['kind'] == 'model' and r['model'] == m and r['error'] is not None)
+                 + f' ({time.time() - t0:.0f} s)')
     return rows, loo
 
 # %% ../../nbs/02_sim/07_validation.ipynb #0ec05ea6
@@ -155,46 +176,55 @@ def noise_rows(model:str, pricing:dict) -> list[dict]:
     "The recipe point of `model` at several seeds and request counts: every band key's value, and the reuse."
     from workbench.domain.variants import recipe_variant
     rec = load_recipe(model); rv = recipe_variant(rec)
-    c = next((q.concurrency for q in rec.published if q.label == 'recipe' and q.topology == rv.topology_name and q.concurrency), None) \
+    c = next((q.concurrency for q in rec.published if q.label == 'recipe' and q.topology == rv.topology_name
+              and q.concurrency), None) \
         or rec.benchmarks[rv.topology_name].concurrency[0]
     out = []
     for n in NOISE_REQUESTS:
         for seed in NOISE_SEEDS:
             st, _ = variant_setup(rv, requests=n, seed=seed)
             r = simulate(st, c, pricing=Pricing.model_validate(pricing), telemetry_ms=None)
-            out.append(dict(model=model, requests=n, seed=seed, concurrency=c, output_token_throughput=r.output_tok_s_per_gpu,
-                            time_to_first_token=r.value('time_to_first_token', 'p50'), inter_token_latency=r.value('inter_token_latency', 'p50'),
-                            output_token_throughput_per_user=r.value('output_token_throughput_per_user', 'p50'),
+            out.append(dict(model=model, requests=n, seed=seed, concurrency=c,
+                            output_token_throughput=r.output_tok_s_per_gpu,
+                            time_to_first_token=r.value(TTFT, 'p50'), inter_token_latency=r.value(ITL, 'p50'),
+                            output_token_throughput_per_user=r.value(USER_TPS, 'p50'),
                             prefix_cache_hit_rate=r.prefix_cache_hit_rate))
     return out
 
 REPEAT_POINTS = {'agg/kv': ('ax-k2', 'agg', 'kv', 16), 'disagg/kv': ('motif-3', 'disagg-3p1d', 'kv', 32),
-                 'agg/round-robin': ('motif-3', 'agg', 'round-robin', 11), 'disagg/round-robin': ('motif-3', 'disagg-3p1d', 'round-robin', 32)}
+                 'agg/round-robin': ('motif-3', 'agg', 'round-robin', 11),
+                 'disagg/round-robin': ('motif-3', 'disagg-3p1d', 'round-robin', 32)}
 
 def _repeat_values(point:tuple, pricing:dict|None) -> dict[str, float]:
-    "One run of repeat point (model, topology, router, concurrency) in whatever process calls it: every band key's value."
+    """One run of repeat point (model, topology, router, concurrency) in whatever process calls it: every band key's
+    value."""
     from workbench.domain.variants import recipe_variant
     model, topology, router, concurrency = point
     st, _ = variant_setup(recipe_variant(load_recipe(model), topology), requests=REPEAT_REQUESTS, seed=CAL_SEED)
-    r = simulate(st.model_copy(update={'router': router}), concurrency, pricing=Pricing.model_validate(pricing) if pricing else None, telemetry_ms=None)
-    return {'output_token_throughput': r.output_tok_s_per_gpu, 'time_to_first_token': r.value('time_to_first_token', 'p50'),
-            'output_token_throughput_per_user': r.value('output_token_throughput_per_user', 'p50'),
-            'inter_token_latency': r.value('inter_token_latency', 'p50')}
+    r = simulate(st.model_copy(update={'router': router}), concurrency,
+                 pricing=Pricing.model_validate(pricing) if pricing else None, telemetry_ms=None)
+    return {OUTPUT_TPS: r.output_tok_s_per_gpu, TTFT: r.value(TTFT, 'p50'),
+            USER_TPS: r.value(USER_TPS, 'p50'),
+            ITL: r.value(ITL, 'p50')}
 
 def determinism(runs:int=5, *, pricings:dict|None=None, points:dict|None=None) -> dict[str, dict]:
-    """Per kind of point ('agg/kv', ...): how far the same point at the same seed moves between fresh processes, per band key (the largest
+    """Per kind of point ('agg/kv', ...): how far the same point at the same seed moves between fresh processes, per
+    band key (the largest
     difference between two runs over their mean), measured at `REPEAT_REQUESTS`; `pricings`: model -> pricing dict."""
     import multiprocessing as mp
     out = {}
-    with ProcessPoolExecutor(2, mp_context=mp.get_context('spawn'), max_tasks_per_child=1) as ex:     # a fresh process per run
+    # a fresh process per run
+    with ProcessPoolExecutor(2, mp_context=mp.get_context('spawn'), max_tasks_per_child=1) as ex:
         for kind, (m, t, router, c) in (points or REPEAT_POINTS).items():
             vals = list(ex.map(_repeat_values, [(m, t, router, c)]*runs, [(pricings or {}).get(m)]*runs))
-            out[kind] = {k: round((max(v[k] for v in vals) - min(v[k] for v in vals))/float(np.mean([v[k] for v in vals])), 5) for k in vals[0]}
+            out[kind] = {k: round((max(v[k] for v in vals) - min(v[k] for v in vals))/float(np.mean([v[k]
+                for v in vals])), 5) for k in vals[0]}
             out[kind].update(model=m, topology=t, concurrency=c, requests=REPEAT_REQUESTS, runs=runs)
     return out
 
 def sweep_rows(pricing:dict, requests:int=1805) -> list[dict]:
-    "Motif 3's historical round-robin sweep (1P1D and 2P1D, c8/16/32) priced with `pricing`: tok/s/GPU and TTFT p50/p95 per point."
+    """Motif 3's historical round-robin sweep (1P1D and 2P1D, c8/16/32) priced with `pricing`: tok/s/GPU and TTFT
+    p50/p95 per point."""
     from workbench.domain.variants import recipe_variant
     st, _ = variant_setup(recipe_variant(load_recipe('motif-3'), 'disagg'), requests=requests, seed=CAL_SEED)
     out = []
@@ -204,20 +234,23 @@ def sweep_rows(pricing:dict, requests:int=1805) -> list[dict]:
         for c in (8, 16, 32):
             r = simulate(s, c, pricing=Pricing.model_validate(pricing), telemetry_ms=None)
             out.append(dict(topology=s.topology, concurrency=c, output_token_throughput=r.output_tok_s_per_gpu,
-                            time_to_first_token=r.value('time_to_first_token', 'p50'), ttft_p95=r.value('time_to_first_token', 'p95'),
-                            output_token_throughput_per_user=r.value('output_token_throughput_per_user', 'p50'), prefix_cache_hit_rate=r.prefix_cache_hit_rate))
+                            time_to_first_token=r.value(TTFT, 'p50'), ttft_p95=r.value(TTFT, 'p95'),
+                            output_token_throughput_per_user=r.value(USER_TPS, 'p50'),
+                            prefix_cache_hit_rate=r.prefix_cache_hit_rate))
     return out
 
 def sweep_shape(rows:list[dict]) -> dict:
-    "What the measured sweep shows, read off `sweep_rows`: 1P1D TTFT growth c8 -> c32, 1P1D tok/s/GPU growth c16 -> c32, 2P1D over 1P1D at c32."
+    """What the measured sweep shows, read off `sweep_rows`: 1P1D TTFT growth c8 -> c32, 1P1D tok/s/GPU growth c16 ->
+    c32, 2P1D over 1P1D at c32."""
     at = {(r['topology'], r['concurrency']): r for r in rows}
     one, two = 'disagg-1p1d', 'disagg-2p1d'
-    return {'ttft_growth_1p1d_c8_c32': at[one, 32]['time_to_first_token']/at[one, 8]['time_to_first_token'],
-            'tok_s_gpu_growth_1p1d_c16_c32': at[one, 32]['output_token_throughput']/at[one, 16]['output_token_throughput'] - 1,
-            'two_over_one_c32': at[two, 32]['output_token_throughput']/at[one, 32]['output_token_throughput'] - 1}
+    return {'ttft_growth_1p1d_c8_c32': at[one, 32][TTFT]/at[one, 8][TTFT],
+            'tok_s_gpu_growth_1p1d_c16_c32': at[one, 32][OUTPUT_TPS]/at[one, 16][OUTPUT_TPS] - 1,
+            'two_over_one_c32': at[two, 32][OUTPUT_TPS]/at[one, 32][OUTPUT_TPS] - 1}
 
 def noise_cv(rows:list[dict], at:int=1805) -> dict[str, float]:
-    "Coefficient of variation across seeds per band key, scaled to `at` requests and averaged over models and request counts."
+    """Coefficient of variation across seeds per band key, scaled to `at` requests and averaged over models and request
+    counts."""
     df, out = pd.DataFrame(rows), {}
     for k in BAND_KEYS:
         g = df.groupby(['model', 'requests'])[k].agg(['mean', 'std']).reset_index()
@@ -229,8 +262,9 @@ def _scale(errs:list[float]) -> float|None:
     "RMS of log errors (None when empty)."
     return math.sqrt(sum(e*e for e in errs)/len(errs)) if errs else None
 
-FAMILY = {'output_token_throughput': 'throughput', 'time_to_first_token': 'prefill', 'output_token_throughput_per_user': 'decode',
-          'inter_token_latency': 'decode'}     # what a band key measures: a metric's prior scale pools its own family, never TTFT's errors into ITL's
+FAMILY = {OUTPUT_TPS: 'throughput', TTFT: 'prefill', USER_TPS: 'decode',
+          # what a band key measures: a metric's prior scale pools its own family, never TTFT's errors into ITL's
+          ITL: 'decode'}
 
 def bands(rows:list[dict], effects:list[dict]) -> dict:
     "Fitted, model and per-group effect bands (relative half-widths of 80% intervals) per band key."
@@ -245,12 +279,14 @@ def bands(rows:list[dict], effects:list[dict]) -> dict:
             if b is not None: out[kind][key] = round(b, 4)
     eff = [(e['groups'], math.log1p(e['error'])) for e in effects if e.get('error') is not None]
     pool = _scale([x for _, x in eff])
-    others = {k: v for k, v in out['model'].items() if k != 'output_token_throughput'}
+    others = {k: v for k, v in out['model'].items() if k != OUTPUT_TPS}
     for g in sorted({g for gs, _ in eff for g in gs}):
         own = [x for gs, x in eff if g in gs]
-        b = interval(own, prior_scale=pool if len(own) < 3 else None)     # a group with three or more effects stands on its own
-        out['effects'][g] = {'output_token_throughput': round(b, 4), **others}
-    if eff: out['effects']['*'] = {'output_token_throughput': round(interval([x for _, x in eff]), 4), **others}   # a group no published effect covers
+        # a group with three or more effects stands on its own
+        b = interval(own, prior_scale=pool if len(own) < 3 else None)
+        out['effects'][g] = {OUTPUT_TPS: round(b, 4), **others}
+    # a group no published effect covers
+    if eff: out['effects']['*'] = {OUTPUT_TPS: round(interval([x for _, x in eff]), 4), **others}
     return out
 
 # %% ../../nbs/02_sim/07_validation.ipynb #2cf58d91
@@ -266,31 +302,38 @@ def coverage_rows(rows:list[dict], effects:list[dict], noise:dict|None=None) -> 
         b = _without(rows, effects, i=i)
         if r['kind'] == 'variant':
             pooled = (b['effects'].get('*') or {}).get(r['band_key'])
-            band = combine(b['fitted'].get(r['band_key']), *[(b['effects'].get(g) or {}).get(r['band_key']) or pooled for g in r['groups']],
+            band = combine(b['fitted'].get(r['band_key']), *[(b['effects'].get(g) or {}).get(r['band_key']) or pooled
+                                                             for g in r['groups']],
                            noise.get(r['band_key']))
         else: band = combine(b[r['kind']].get(r['band_key']), noise.get(r['band_key']))
-        out.append(dict(kind={'fitted': 'fitted configuration', 'model': 'model left out', 'variant': 'variant point'}[r['kind']],
-                        model=r['model'], what=f"{r['point']} {r['quantity']}", band_key=r['band_key'], error=r['error'], band=band))
+        out.append(dict(kind={'fitted': 'fitted configuration', 'model': 'model left out',
+                              'variant': 'variant point'}[r['kind']],
+                        model=r['model'], what=f"{r['point']} {r['quantity']}", band_key=r['band_key'],
+                        error=r['error'], band=band))
     for j, e in enumerate(effects):
         if e.get('error') is None: continue
         b = _without(rows, effects, j=j)
-        pooled = (b['effects'].get('*') or {}).get('output_token_throughput')
-        gb = [(b['effects'].get(g) or {}).get('output_token_throughput') or pooled for g in e['groups']]
-        out.append(dict(kind='effect (a change)', model=e['model'], what=e['effect'], band_key='output_token_throughput', error=e['error'],
-                        band=combine(*gb, (noise.get('output_token_throughput') or 0)*math.sqrt(2) or None)))
+        pooled = (b['effects'].get('*') or {}).get(OUTPUT_TPS)
+        gb = [(b['effects'].get(g) or {}).get(OUTPUT_TPS) or pooled for g in e['groups']]
+        out.append(dict(kind='effect (a change)', model=e['model'], what=e['effect'], band_key=OUTPUT_TPS,
+                        error=e['error'],
+                        band=combine(*gb, (noise.get(OUTPUT_TPS) or 0)*math.sqrt(2) or None)))
     return out
 
 def judge(cov:list[dict]) -> dict:
-    "Coverage, sharpness and bias (the median signed log error) per (kind, band key), per band key over every kind, and overall."
+    """Coverage, sharpness and bias (the median signed log error) per (kind, band key), per band key over every kind,
+    and overall."""
     df, out = pd.DataFrame(cov), {}
     if not len(df): return out
-    groups = list(df.groupby(['kind', 'band_key'])) + [(('any', k), g) for k, g in df.groupby('band_key')] + [(('all', 'all'), df)]
+    groups = list(df.groupby(['kind', 'band_key'])) + [(('any', k), g) for k,
+                                                       g in df.groupby('band_key')] + [(('all', 'all'), df)]
     for (kind, key), g in groups:
         items = list(zip(g.error, g.band))
         out[f'{kind} / {key}'] = dict(n=len(items), coverage=coverage(items), sharpness=sharpness(items),
                                      median_error=float(np.median([abs(math.log1p(e)) for e, _ in items])),
                                      bias=float(np.median([math.log1p(e) for e, _ in items])),
-                                     median_band=float(np.median([math.log1p(b) for _, b in items if b is not None] or [math.nan])))
+                                     median_band=float(np.median([math.log1p(b) for _,
+                                                                  b in items if b is not None] or [math.nan])))
     return out
 
 # %% ../../nbs/02_sim/07_validation.ipynb #78704d07
@@ -300,134 +343,34 @@ def _map(fn, args:list, workers:int) -> list:
     with ProcessPoolExecutor(min(workers, len(args))) as ex: return list(ex.map(fn, *zip(*args)))
 
 def validate(models=None, *, write:bool=False, noise:bool=True, workers:int=2, progress=print) -> dict:
-    "Validate the simulator on `models` (default: every recipe): held-out observations and models, effects, noise, bands; ship it."
+    """Validate the simulator on `models` (default: every recipe): held-out observations and models, effects, noise,
+    bands; ship it."""
     models, t0 = sorted(models or list_recipes()), time.time()
     full = calibration(models, workers=workers)
     progress(f'joint fit: {full.iterations} iterations, {time.time() - t0:.0f} s; physics {full.physics.model_dump()}')
     rows, loo = held_out_rows(full, workers=workers, progress=progress)
     pr = {m: full.pricing(m).model_dump() for m in models}
-    effects = [r for rs in _map(effect_rows, [(m, pr[m], {l: p for (mm, l), p in loo.items() if mm == m}) for m in models], workers) for r in rs]
+    effects = [r for rs in _map(effect_rows, [(m, pr[m], {l: p for (mm, l), p in loo.items() if mm == m})
+                                              for m in models], workers) for r in rs]
     reuse = [r for rs in _map(reuse_rows, [(m, pr[m]) for m in models], workers) for r in rs]
     nrows = [r for rs in _map(noise_rows, [(m, pr[m]) for m in models], workers) for r in rs] if noise else []
     nz = noise_cv(nrows) if nrows else {}
     det = determinism(pricings=pr) if set(models) >= {m for m, *_ in REPEAT_POINTS.values()} else {}
     sweep = sweep_rows(pr['motif-3']) if 'motif-3' in models else []
     cov = coverage_rows(rows, effects, nz)
-    doc = {'created': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), 'sim_version': SIM_VERSION, 'versions': sim_versions(),
-           'seconds': round(time.time() - t0), 'interval': INTERVAL, 'physics': full.physics.model_dump(), 'shared': full.shared.model_dump(),
+    doc = {'created': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), 'sim_version': SIM_VERSION,
+           'versions': sim_versions(),
+           'seconds': round(time.time() - t0), 'interval': INTERVAL, 'physics': full.physics.model_dump(),
+           'shared': full.shared.model_dump(),
            'prior_sd': full.prior_sd, 'iterations': full.iterations,
-           'models': {m: {'inputs_hash': inputs_hash(load_recipe(m)), 'factors': full.factors[m].model_dump(), 'residuals': full.residuals[m]}
+           'models': {m: {'inputs_hash': inputs_hash(load_recipe(m)), 'factors': full.factors[m].model_dump(),
+                          'residuals': full.residuals[m]}
                       for m in models},
-           'held_out': rows, 'effects': effects, 'reuse': reuse, 'stability': nrows, 'noise': nz, 'noise_requests': 1805, 'determinism': det,
+           'held_out': rows, 'effects': effects, 'reuse': reuse, 'stability': nrows, 'noise': nz,
+           'noise_requests': 1805, 'determinism': det,
            'bands': bands(rows, effects), 'coverage_items': cov, 'coverage': judge(cov), 'sweep': sweep,
            'sweep_shape': sweep_shape(sweep) if sweep else {}}
     if write:
-        p = validation_path(); tmp = unique_tmp(p); tmp.write_text(json.dumps(doc, indent=1, default=float)); tmp.replace(p)
+        p = validation_path(); tmp = unique_tmp(p); tmp.write_text(json.dumps(doc, indent=1, default=float))
+        tmp.replace(p)
     return doc
-
-# %% ../../nbs/02_sim/07_validation.ipynb #d4bfcb2d
-def _pct(x) -> str:
-    "A relative error as '+12%' ('' for None)."
-    return '' if x is None or (isinstance(x, float) and math.isnan(x)) else f'{100*x:+.0f}%'
-
-def physics_table(doc:dict) -> pd.DataFrame:
-    "The shared step physics and every model's factors (and how far each sits from the shared pair)."
-    p, s = doc['physics'], doc['shared']
-    rows = [dict(what='step cost (every step)', value=f"{p['step_ms']:.2f} ms"),
-            dict(what='collective cost (per layer and TP doubling)', value=f"{p['layer_comm_ms']*1000:.0f} us"),
-            dict(what='draft pass cost', value=f"{p['draft_ms']:.2f} ms"),
-            dict(what='shared factors (prefill / decode)', value=f"{s['prefill']:.2f} / {s['decode']:.2f}")]
-    rows += [dict(what=f'{m} factors (prefill / decode)', value=f"{e['factors']['prefill']:.2f} / {e['factors']['decode']:.2f} "
-                  f"({e['factors']['prefill']/s['prefill']:.2f}x / {e['factors']['decode']/s['decode']:.2f}x the shared)")
-             for m, e in doc['models'].items()]
-    return pd.DataFrame(rows)
-
-def held_out_table(doc:dict, kind:str='fitted') -> pd.DataFrame:
-    "The held-out predictions of one kind: 'fitted' (leave one observation out), 'model' (leave one model out), 'variant' (a whole point)."
-    df = pd.DataFrame([r for r in doc.get('held_out', []) if r['kind'] == kind])
-    if not len(df): return df
-    p95 = df['p95'] if 'p95' in df else pd.Series([None]*len(df))
-    return df.assign(label=df.quantity.map(lambda k: QUANTITIES[k].label), published=df.published.round(2), predicted=df.predicted.astype(float).round(2),
-                     error=df.error.map(_pct), ttft_p95=[f'{x:.0f}' if x == x and x is not None else '' for x in p95.astype(float)]
-                     )[['model', 'point', 'label', 'published', 'predicted', 'error', 'ttft_p95']]
-
-def effects_table(doc:dict) -> pd.DataFrame:
-    "Published vs simulated effects, under each benchmark's protocol."
-    df = pd.DataFrame(doc['effects'])
-    if not len(df): return df
-    sim = [f'{x:.2f}' if x == x and x is not None else ('not modelled' if b.startswith('not modelled') else 'no point passes the SLA')
-           for x, b in zip(df.simulated.astype(float), df.basis)]
-    return df.assign(groups=df.groups.map(', '.join), error=df.error.map(_pct), published=df.published.map(lambda x: f'{x:.2f}'),
-                     simulated=sim)[['model', 'effect', 'groups', 'published', 'simulated', 'error']]
-
-def bands_table(doc:dict) -> pd.DataFrame:
-    "The bands (80% prediction intervals) per band key: a fitted configuration, a model left out, each group's effect; and the seed noise."
-    b, rows = doc['bands'], []
-    for kind, name in (('fitted', 'a fitted configuration'), ('model', 'a model left out of the fit')):
-        rows.append(dict(kind=name, **{BAND_KEYS[k]: _pct(v).lstrip('+') for k, v in b[kind].items()}))
-    rows += [dict(kind='effect: ' + ('a group no published effect covers' if g == '*' else g), **{BAND_KEYS[k]: _pct(v).lstrip('+') for k, v in e.items()})
-             for g, e in b['effects'].items()]
-    rows.append(dict(kind='seed noise at 1,805 requests', **{BAND_KEYS[k]: f'{100*v:.1f}%' for k, v in doc.get('noise', {}).items()}))
-    return pd.DataFrame(rows).fillna('')
-
-def coverage_table(doc:dict) -> pd.DataFrame:
-    "Coverage (share of held-out errors inside their band; aim 80%) and sharpness (median band over median error; aim <= 2)."
-    rows = [dict(prediction=k.split(' / ')[0], metric=BAND_KEYS.get(k.split(' / ')[1], k.split(' / ')[1]), n=v['n'],
-                 coverage=f"{v['coverage']:.0%}" if v['coverage'] is not None else '', sharpness=f"{v['sharpness']:.1f}" if v['sharpness'] else '',
-                 bias=_pct(math.expm1(v['bias'])) if v.get('bias') is not None else '',
-                 median_error=_pct(math.expm1(v['median_error'])).lstrip('+'), median_band=_pct(math.expm1(v['median_band'])).lstrip('+'))
-            for k, v in doc.get('coverage', {}).items()]
-    return pd.DataFrame(rows)
-
-def trust_table(doc:dict) -> pd.DataFrame:
-    "Per setting group: what the sim models (yes / partly / no), and the validated tok/s/GPU band of a change in that group."
-    rows = []
-    for g, settings in MODELLED.items():
-        by = {s: MODELLED[g][s][0] for s in settings if MODELLED[g][s][0] != 'n/a'}
-        eff = (doc['bands']['effects'].get(g) or {}).get('output_token_throughput')
-        widest = (doc['bands']['effects'].get('*') or {}).get('output_token_throughput') or 0
-        rows.append(dict(group=g, modelled=', '.join(s for s, v in by.items() if v == 'yes') or '-',
-                         partly=', '.join(s for s, v in by.items() if v == 'partly') or '-',
-                         not_modelled=', '.join(s for s, v in by.items() if v == 'no') or '-',
-                         change_band=_pct(eff).lstrip('+') if eff else (f'unvalidated ({_pct(widest).lstrip("+")})' if any(v != 'no' for v in by.values()) else 'no number')))
-    return pd.DataFrame(rows)
-
-def repeat_table(doc:dict) -> pd.DataFrame:
-    "The spread of the same point, same seed, over fresh processes, per kind of point (the band of a repeat at its request count)."
-    det = doc.get('determinism') or {}
-    if not det or not isinstance(next(iter(det.values())), dict): return pd.DataFrame()
-    return pd.DataFrame([dict(kind=k, point=f"{d['model']} {d['topology']} c{d['concurrency']}", requests=d['requests'], runs=d['runs'],
-                              **{BAND_KEYS[b]: f'{100*d[b]:.2f}%' for b in BAND_KEYS if b in d}) for k, d in det.items()])
-
-def sweep_table(doc:dict) -> pd.DataFrame:
-    "Motif 3's historical round-robin 1P1D/2P1D sweep as the simulator reads it (the shape the measurement shows: see the notes)."
-    df = pd.DataFrame(doc.get('sweep', []))
-    if not len(df): return df
-    return df.assign(output_token_throughput=df.output_token_throughput.round(1), time_to_first_token=df.time_to_first_token.round(0),
-                     ttft_p95=df.ttft_p95.round(0), output_token_throughput_per_user=df.output_token_throughput_per_user.round(1),
-                     prefix_cache_hit_rate=df.prefix_cache_hit_rate.map(lambda x: f'{x:.1%}')).rename(columns={
-                     'output_token_throughput': 'tok/s/GPU', 'time_to_first_token': 'TTFT p50 ms', 'ttft_p95': 'TTFT p95 ms',
-                     'output_token_throughput_per_user': 'tok/s/user', 'prefix_cache_hit_rate': 'prefix reuse'})
-
-def report_tables(doc:dict) -> list[tuple[str, pd.DataFrame]]:
-    "Every table `workbench validate --show` prints, with its title, in order."
-    s = doc.get('sweep_shape') or {}
-    shape = (f" (1P1D TTFT x{s['ttft_growth_1p1d_c8_c32']:.1f} from c8 to c32; 1P1D tok/s/GPU {s['tok_s_gpu_growth_1p1d_c16_c32']:+.0%} from c16 to "
-             f"c32; 2P1D {s['two_over_one_c32']:+.0%} against 1P1D at c32)") if s else ''
-    return [('Step physics (shared by every model) and per-model factors', physics_table(doc)),
-            ('Held-out observations (each predicted by a joint fit without it; TTFT p95 predicted beside p50, none is published)', held_out_table(doc, 'fitted')),
-            ('Held-out models (each predicted by a fit on the other three, with the shared factors)', held_out_table(doc, 'model')),
-            ('Effects (published vs simulated under the benchmark protocol; every one a prediction)', effects_table(doc)),
-            ('Bands (80% prediction intervals, in log terms: +100% means from half to twice the number)', bands_table(doc)),
-            ('Coverage, sharpness and bias (each held-out error, in log terms, against the band the others give)', coverage_table(doc)),
-            ('The same point twice: spread over fresh processes (the band of a repeat)', repeat_table(doc)),
-            ("Motif 3's prefill-bound round-robin sweep" + shape, sweep_table(doc)),
-            ('What the simulator models', trust_table(doc))]
-
-def stability_table(doc:dict) -> pd.DataFrame:
-    "The recipe point of each model across seeds and request counts, with the spread."
-    df = pd.DataFrame(doc.get('stability', []))
-    if not len(df): return df
-    m = [c for c in ('output_token_throughput', 'time_to_first_token', 'output_token_throughput_per_user', 'prefix_cache_hit_rate') if c in df.columns]
-    g = df.groupby(['model', 'requests'])[m]
-    return pd.concat([g.mean().round(3).add_suffix(' mean'), (g.std()/g.mean()).map(_pct).add_suffix(' spread')], axis=1).reset_index()

@@ -70,7 +70,8 @@ def van_der_corput(n:int, base:int=2) -> np.ndarray:
 # %% ../../nbs/02_sim/00_workload.ipynb #2ca6beec
 def _sessions(m:SessionModel, n:int, rng) -> tuple[np.ndarray, np.ndarray]:
     "Start times (in requests) and lengths (turns) of every conversation that can reach the window [0, n)."
-    warm = m.gap_requests_mean*m.turns_max*1.5          # long enough for the longest conversations to be in steady state
+    # long enough for the longest conversations to be in steady state
+    warm = m.gap_requests_mean*m.turns_max*1.5
     count = int(round((warm + 1.2*n)/m.mean_turns))      # one request per unit of time
     starts = np.sort(rng.uniform(-warm, 1.2*n, count))
     cdf = np.cumsum(m.turn_probs())
@@ -115,7 +116,8 @@ def trace_stats(reqs:list[TraceRequest], max_isl:int=262144) -> dict:
             hit += 1
         reusable += min(hit*512, r.input_length); seen.update(r.hash_ids)
     return dict(requests=len(reqs), mean_isl=float(isl.mean()), median_isl=float(np.median(isl)),
-                mean_osl=float(np.mean([r.output_length for r in reqs])), over_context_per_1805=float((isl > max_isl).mean()*1805),
+                mean_osl=float(np.mean([r.output_length for r in reqs])),
+                over_context_per_1805=float((isl > max_isl).mean()*1805),
                 max_isl=int(isl.max()), reusable_share=reusable/float(isl.sum()))
 
 # %% ../../nbs/02_sim/00_workload.ipynb #e4d77d4e
@@ -133,7 +135,8 @@ def fit_turns(m:SessionModel, mean_isl:float, over_per_1805:float) -> tuple[floa
     best = None
     for beta in np.arange(1.5, 3.001, 0.05):
         for kmax in range(5, len(mi)+1):
-            k = np.arange(1, kmax+1); w = k**-beta; w /= w.sum()          # request-weighted turn index: P(turn k) ~ P(T >= k)
+            # request-weighted turn index: P(turn k) ~ P(T >= k)
+            k = np.arange(1, kmax+1); w = k**-beta; w /= w.sum()
             err = ((w*mi[:kmax]).sum()/mean_isl - 1)**2 + ((w*po[:kmax]).sum()*1805/over_per_1805 - 1)**2
             if best is None or err < best[0]: best = (err, round(float(beta), 2), kmax)
     return best[1], best[2]

@@ -10,17 +10,21 @@ from typing import Callable, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from ..base.core import WorkbenchError, runs_dir, env_set
-from ..domain.recipes import load_recipe
+from ..domain.loading import load_recipe
 from ..domain.results import BenchResult, Metric, SLA, sla_verdict
 from ..checks.verdict import CheckResult, Verdict
-from .study import StudyOutcome, sla_best_table, published_vs_reproduced
+from .study import StudyOutcome
+from .outcome import sla_best_table, published_vs_reproduced
 from ..tracking import runs as tracking, naming as layout
-from . import report, gate as gt
+from ..tracking.query import study_runs
+from . import gate as gt
+from ..domain.metrics import COL_GPU_TPS, COL_SLA_GPU_TPS, COL_TTFT, COL_USER_TPS, OUTPUT_TPS, TTFT, USER_TPS
+from ..tracking import lineage
 
 # %% auto #0
 __all__ = ['RESERVED', 'BATCHES', 'StudyEntry', 'BatchSpec', 'load_batch', 'fake_study', 'outcome_of', 'study_points',
            'batches_experiment', 'open_batch_run', 'batch_runs', 'batch_id', 'study_ids', 'study_params', 'run_batch',
-           'reference_path', 'load_reference', 'who', 'accept', 'write_outputs', 'ci']
+           'reference_path', 'load_reference', 'who', 'accept']
 
 # %% ../../nbs/06_studies/06_batch.ipynb #31c346cb
 RESERVED = ('study', 'tracking_uri', 'model', 'target')   # parameters the batch sets itself
@@ -55,7 +59,8 @@ class BatchSpec(BaseModel):
     @field_validator('name')
     @classmethod
     def _safe(cls, v:str) -> str:
-        if not re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,60}', v): raise ValueError('use letters, digits, dots, dashes and underscores (at most 61)')
+        if not re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,60}',
+                            v): raise ValueError('use letters, digits, dots, dashes and underscores (at most 61)')
         return v
 
 # %% ../../nbs/06_studies/06_batch.ipynb #7a20e3f4
@@ -63,40 +68,59 @@ def load_batch(path) -> BatchSpec:
     "Read and check a batch file; a WorkbenchError names what is wrong."
     path, op = Path(path), 'read the batch file'
     try: raw = yaml.safe_load(path.read_text())
-    except FileNotFoundError: raise WorkbenchError(f'{path} does not exist', op, 'pass the path of a batch YAML file (see examples/ci/batch-sim.yaml)') from None
-    except yaml.YAMLError as e: raise WorkbenchError(f'{path} is not YAML ({str(e).splitlines()[0]})', op, 'fix the YAML syntax') from None
-    if not isinstance(raw, dict): raise WorkbenchError(f'{path} holds {type(raw).__name__}, not a mapping', op, 'write name:, studies: and the other keys at the top level')
+    except FileNotFoundError: raise WorkbenchError(f'{path} does not exist', op, 'pass the path of a batch YAML file '
+            '(see examples/ci/batch-sim.yaml)') from None
+    except yaml.YAMLError as e: raise WorkbenchError(f'{path} is not YAML ({str(e).splitlines()[0]})', op,
+                                                     'fix the YAML syntax') from None
+    if not isinstance(raw, dict): raise WorkbenchError(f'{path} holds {type(raw).__name__}, not a mapping', op,
+                                                       'write name:, studies: and the other keys at the top level')
     try: spec = BatchSpec.model_validate(raw)
     except ValidationError as e:
         err = e.errors()[0]
-        raise WorkbenchError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}", op, 'see the batch file format in docs/reference.md (Batches in CI)') from None
+        raise WorkbenchError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}", op,
+                             'see the batch file format in docs/reference.md (Batches in CI)') from None
     names = [s.entry for s in spec.studies]
-    if dup := sorted({n for n in names if names.count(n) > 1}): raise WorkbenchError(f'{path}: study entries {dup} appear twice', op, 'give each a distinct name:')
+    if dup := sorted({n for n in names if names.count(n) > 1}): raise WorkbenchError(f'{path}: study entries {dup} '
+                                                                                     'appear twice', op,
+                                                                                     'give each a distinct name:')
     for s in spec.studies:
-        if bad := [k for k in (s.model_extra or {}) if k in RESERVED]: raise WorkbenchError(f'{path}: {s.entry} sets {bad}', op, 'the batch sets these itself: remove them')
-    if bad := [k for k in spec.defaults if k in RESERVED]: raise WorkbenchError(f'{path}: defaults set {bad}', op, 'the batch sets these itself: remove them')
+        if bad := [k for k in (s.model_extra or {}) if k in RESERVED]: raise WorkbenchError(f'{path}: {s.entry} sets '
+                                                                                            f'{bad}', op,
+                                                                                                'the batch sets these '
+                                                                                                'itself: remove them')
+    if bad := [k for k in spec.defaults if k in RESERVED]: raise WorkbenchError(f'{path}: defaults set {bad}', op,
+                                                                                'the batch sets these itself: remove '
+                                                                                'them')
     return spec.model_copy(update={'folder': path.resolve().parent})
 
 # %% ../../nbs/06_studies/06_batch.ipynb #711f029c
-def _fake_point(label:str, c:int, tok:float, *, ttft:float=300.0, user:float=70.0, band:float|None=0.2, repeat:float|None=0.0,
+def _fake_point(label:str, c:int, tok:float, *, ttft:float=300.0, user:float=70.0, band:float|None=0.2,
+                repeat:float|None=0.0,
                 hash_:str='h1') -> BenchResult:
-    "A simulated point for examples: total throughput `tok` on 8 GPUs, its error band `band` and repeat band `repeat` (0: bit-identical)."
-    return BenchResult(model='motif-3', variant=label, variant_hash=hash_, topology='agg', target='sim', engine='replay', concurrency=c, total_gpus=8,
-                       metrics={'output_token_throughput': Metric(avg=8*tok), 'time_to_first_token': Metric(avg=ttft, p50=ttft),
-                                'output_token_throughput_per_user': Metric(avg=user, p50=user)},
-                       error_band={} if band is None else {k: band for k in ('output_token_throughput', 'time_to_first_token', 'output_token_throughput_per_user')},
+    """A simulated point for examples: total throughput `tok` on 8 GPUs, its error band `band` and repeat band `repeat`
+    (0: bit-identical)."""
+    return BenchResult(model='motif-3', variant=label, variant_hash=hash_, topology='agg', target='sim',
+                       engine='replay', concurrency=c, total_gpus=8,
+                       metrics={OUTPUT_TPS: Metric(avg=8*tok), TTFT: Metric(avg=ttft, p50=ttft),
+                                USER_TPS: Metric(avg=user, p50=user)},
+                       error_band={} if band is None else {k: band for k in (OUTPUT_TPS, TTFT, USER_TPS)},
                        band_basis='example' if band is not None else 'no validation for the current simulator inputs',
-                       extra={} if repeat is None else {'repeat_band': {k: repeat for k in ('output_token_throughput', 'time_to_first_token',
-                                                                                              'output_token_throughput_per_user')}})
+                       extra={} if repeat is None else {'repeat_band': {k: repeat for k in (OUTPUT_TPS, TTFT,
+                                                                                              USER_TPS)}})
 
-def fake_study(model:str, study:str, *, tracking_uri:str|None=None, scale:float=1.0, band:float|None=0.2, repeat:float|None=0.0,
+def fake_study(model:str, study:str, *, tracking_uri:str|None=None, scale:float=1.0, band:float|None=0.2,
+               repeat:float|None=0.0,
                check:str='not_applicable'):
-    "Log a tiny study (recipe at c8 and c16 plus its SLA max) as `run_study` would, its throughput times `scale`: for examples and tests of the batch."
-    with tracking.study_run(model, study, params={'fake': True}, tracking_uri=tracking_uri, tags={'workbench.target': 'sim'}) as s:
+    """Log a tiny study (recipe at c8 and c16 plus its SLA max) as `run_study` would, its throughput times `scale`: for
+    examples and tests of the batch."""
+    with tracking.study_run(model, study, params={'fake': True}, tracking_uri=tracking_uri,
+                            tags={'workbench.target': 'sim'}) as s:
         for c, tok in ((8, 220.0), (16, 300.0)):
-            tracking.log_point(s, _fake_point('recipe', c, scale*tok, ttft=300/scale, band=band, repeat=repeat), SLA(), settings={}, group='recipe',
+            tracking.log_point(s, _fake_point('recipe', c, scale*tok, ttft=300/scale, band=band, repeat=repeat), SLA(),
+                               settings={}, group='recipe',
                                label='recipe', check=check)
-        best = {'output_tok_s_per_gpu': 250.0*scale, 'concurrency': 13, 'limited_by': 'per-user speed', 'band': band, 'delta_band': None,
+        best = {COL_GPU_TPS: 250.0*scale, 'concurrency': 13, 'limited_by': 'per-user speed', 'band': band,
+                'delta_band': None,
                 'repeat_band': repeat}
         tracking.log_batch(s.client, s.run_id, tags={'workbench.sla_max.h1': json.dumps(best)})
     return s
@@ -108,10 +132,12 @@ def _verdicts(runs) -> list[Verdict]:
     for h, d in runs.groupby('variant_hash'):
         st = set(d.get('tags.workbench.check', []))
         status = 'failed' if 'failed' in st else 'passed' if 'passed' in st else 'not_applicable'
-        out.append(Verdict(variant=d.variant.iloc[0], variant_hash=h, checks=[CheckResult(name='stored', status=status, reason=f'{status}, as logged')]))
+        out.append(Verdict(variant=d.variant.iloc[0], variant_hash=h, checks=[CheckResult(name='stored', status=status,
+            reason=f'{status}, as logged')]))
     return out
 
-def _quiet(): return env_set(MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR=os.environ.get('MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR', 'false'))
+def _quiet():
+    return env_set(MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR=os.environ.get('MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR', 'false'))
 
 def outcome_of(model:str, study:str, *, tracking_uri:str|None=None) -> StudyOutcome:
     "A study's outcome rebuilt from MLflow: its points, labels, stored verdicts, SLA-max searches and failed points."
@@ -119,9 +145,11 @@ def outcome_of(model:str, study:str, *, tracking_uri:str|None=None) -> StudyOutc
 
 def _outcome_of(model:str, study:str, *, tracking_uri:str|None=None) -> StudyOutcome:
     parent = tracking.find_study(model, study, tracking_uri=tracking_uri)
-    if parent is None: raise WorkbenchError(f'no study {study} of {model} in MLflow', 'read the study', 'run it first (or pass the tracking_uri it used)')
-    runs, c = tracking.study_runs(model, study, tracking_uri=tracking_uri, status=None), tracking.client(tracking_uri)
-    out = StudyOutcome(model=model, study=study, target=parent.data.tags.get('workbench.target', ''), sla=load_recipe(model).sla,
+    if parent is None: raise WorkbenchError(f'no study {study} of {model} in MLflow', 'read the study',
+                                            'run it first (or pass the tracking_uri it used)')
+    runs, c = study_runs(model, study, tracking_uri=tracking_uri, status=None), tracking.client(tracking_uri)
+    out = StudyOutcome(model=model, study=study, target=parent.data.tags.get('workbench.target', ''),
+                       sla=load_recipe(model).sla,
                        run_id=parent.info.run_id, experiment_id=parent.info.experiment_id, tracking_uri=c.tracking_uri)
     done = runs[runs.status == 'FINISHED'] if len(runs) else runs
     for row in done.itertuples():
@@ -129,7 +157,8 @@ def _outcome_of(model:str, study:str, *, tracking_uri:str|None=None) -> StudyOut
         name, _, _ = row.run_name.rpartition(' @c')
         sla_max = name.endswith(' (SLA max)')
         out.results.append(r.model_copy(update={'extra': {**r.extra, 'sla_max_point': sla_max, 'run_id': row.run_id}}))
-        out.meta.setdefault(r.variant_hash, {'group': row.group, 'topology': r.topology, 'base': 'baseline' if row.group == 'baseline' else 'recipe',
+        out.meta.setdefault(r.variant_hash, {'group': row.group, 'topology': r.topology,
+                                             'base': 'baseline' if row.group == 'baseline' else 'recipe',
                                              'label': name.removesuffix(' (SLA max)')})
     out.verdicts = _verdicts(done) if len(done) else []
     out.failed = [(row['variant'], row['concurrency'], row.get('tags.workbench.failure') or 'failed')
@@ -141,30 +170,39 @@ def _outcome_of(model:str, study:str, *, tracking_uri:str|None=None) -> StudyOut
 def _nan_none(x): return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 def _repeat_points(entry:str, out:StudyOutcome, seed:int|None=None) -> list[gt.BatchPoint]:
-    """The gate's points of one study run at `seed`: per variant its SLA max, per point run its TTFT p50 and per-user speed; each with the
-    band of the same configuration run twice at the same seed (`repeat_band`), never the point's error band (the simulator's error is the
+    """The gate's points of one study run at `seed`: per variant its SLA max, per point run its TTFT p50 and per-user
+    speed; each with the
+    band of the same configuration run twice at the same seed (`repeat_band`), never the point's error band (the
+    simulator's error is the
     same in both batches and cancels); without one, `basis` says why."""
     checks = {v.variant_hash: v.status for v in out.verdicts}
     failed = {v.variant_hash: [c.name for c in v.checks if c.status == 'failed'] for v in out.verdicts}
-    basis = {r.variant_hash: r.band_basis or ('measured points carry none' if r.provenance == 'measured' else '') for r in out.results}
-    common = lambda h: dict(entry=entry, label=out.meta[h]['label'], seeds=[] if seed is None else [seed], basis=basis.get(h, ''),
+    basis = {r.variant_hash: r.band_basis or ('measured points carry none' if r.provenance == 'measured' else '')
+             for r in out.results}
+    common = lambda h: dict(entry=entry, label=out.meta[h]['label'], seeds=[] if seed is None else [seed],
+                            basis=basis.get(h, ''),
                             check=checks.get(h, 'not run'), failed_checks=failed.get(h, []))
     pts = []
     for row in sla_best_table(out).itertuples():
         band = _nan_none(getattr(row, 'repeat_band', None))
-        pts.append(gt.BatchPoint(**common(row.variant_hash), values={'sla_tok_s_gpu': [_nan_none(row.output_tok_s_per_gpu)]},
+        pts.append(gt.BatchPoint(**common(row.variant_hash),
+                                 values={COL_SLA_GPU_TPS: [_nan_none(row.output_tok_s_per_gpu)]},
                                  modelled=bool(row.modelled), provenance=row.provenance,
-                                 repeat_band={} if band is None else {'sla_tok_s_gpu': float(band)}))
+                                 repeat_band={} if band is None else {COL_SLA_GPU_TPS: float(band)}))
     for r in out.results:
         if r.extra.get('sla_max_point'): continue
         own = r.extra.get('repeat_band') or {}
-        pts.append(gt.BatchPoint(**common(r.variant_hash), concurrency=r.concurrency, modelled=r.modelled, provenance=r.provenance,
-                                 values={'ttft_p50_ms': [r.value('time_to_first_token', 'p50')], 'user_tok_s': [sla_verdict(r, out.sla).user_tok_s]},
-                                 repeat_band={m: own[k] for m, (_, _, k) in gt.METRICS.items() if m != 'sla_tok_s_gpu' and k in own}))
+        pts.append(gt.BatchPoint(**common(r.variant_hash), concurrency=r.concurrency, modelled=r.modelled,
+                                 provenance=r.provenance,
+                                 values={COL_TTFT: [r.value(TTFT, 'p50')],
+                                         COL_USER_TPS: [sla_verdict(r, out.sla).user_tok_s]},
+                                 repeat_band={m: own[k] for m,
+                                              (_, _, k) in gt.METRICS.items() if m != COL_SLA_GPU_TPS and k in own}))
     return pts
 
 def study_points(entry:str, outcomes:list[StudyOutcome], seeds:list[int]|None=None) -> list[dict]:
-    "The gate's points of a study entry over its repeats run at `seeds` (values in repeat order, the seed of each, the widest repeat band, checks)."
+    """The gate's points of a study entry over its repeats run at `seeds` (values in repeat order, the seed of each, the
+    widest repeat band, checks)."""
     merged = {}
     for out, seed in zip(outcomes, seeds or [None]*len(outcomes)):
         for p in _repeat_points(entry, out, seed):
@@ -172,7 +210,8 @@ def study_points(entry:str, outcomes:list[StudyOutcome], seeds:list[int]|None=No
             if m is None: merged[p.key] = p; continue
             for k, v in p.values.items(): m.values.setdefault(k, []).extend(v)
             m.seeds += p.seeds
-            m.repeat_band = {k: max(m.repeat_band.get(k, 0), p.repeat_band.get(k, 0)) for k in {*m.repeat_band, *p.repeat_band}}
+            m.repeat_band = {k: max(m.repeat_band.get(k, 0), p.repeat_band.get(k, 0)) for k in {*m.repeat_band,
+                *p.repeat_band}}
             m.check = 'failed' if 'failed' in (m.check, p.check) else m.check
             m.failed_checks = sorted({*m.failed_checks, *p.failed_checks})
             m.modelled = m.modelled and p.modelled
@@ -184,29 +223,32 @@ BATCHES = 'batches'
 def batches_experiment(uri:str|None=None) -> str:
     "Id of the `batches` experiment (created when missing)."
     c = tracking.client(uri)
-    e = tracking._retry(c.get_experiment_by_name, BATCHES)
+    e = tracking.retry(c.get_experiment_by_name, BATCHES)
     if e is not None: return e.experiment_id
-    try: return tracking._retry(c.create_experiment, BATCHES, artifact_location=tracking._artifact_root(c, BATCHES), tags={'workbench.kind': 'batches'})
+    try: return tracking.retry(c.create_experiment, BATCHES, artifact_location=tracking.artifact_root(c, BATCHES),
+                                tags={'workbench.kind': 'batches'})
     except Exception as ex:
         if 'already exists' not in str(ex) and 'UNIQUE' not in str(ex): raise
-        return tracking._retry(c.get_experiment_by_name, BATCHES).experiment_id
+        return tracking.retry(c.get_experiment_by_name, BATCHES).experiment_id
 
 def open_batch_run(spec:BatchSpec, batch:str, uri:str|None=None) -> str:
     "Start the batch's MLflow run; returns its id."
     c = tracking.client(uri)
     tags = {'workbench.kind': 'batch', 'workbench.batch': batch, 'workbench.batch_name': spec.name,
-            **tracking.source_tags(f'workbench sweep --ci {spec.name}'), **tracking._owner_tags()}
-    rid = tracking._retry(c.create_run, batches_experiment(uri), run_name=batch, tags=tags).info.run_id
-    tracking.log_batch(c, rid, params={'repeats': spec.repeats, 'noise_k': spec.noise_k, 'band': spec.band, 'reference': spec.reference or 'none',
+            **lineage.source_tags(f'workbench sweep --ci {spec.name}'), **tracking.owner_tags()}
+    rid = tracking.retry(c.create_run, batches_experiment(uri), run_name=batch, tags=tags).info.run_id
+    tracking.log_batch(c, rid, params={'repeats': spec.repeats, 'noise_k': spec.noise_k, 'band': spec.band,
+                                       'reference': spec.reference or 'none',
                                        'studies': [s.entry for s in spec.studies], 'defaults': spec.defaults})
     return rid
 
 def batch_runs(name:str|None=None, *, accepted:bool=False, tracking_uri:str|None=None) -> list:
     "Batch runs (of batch `name`; only accepted ones when `accepted`), newest first (accepted: by acceptance time)."
     c, eid = tracking.client(tracking_uri), batches_experiment(tracking_uri)
-    q = ["tags.`workbench.kind` = 'batch'"] + ([f"tags.`workbench.batch_name` = '{tracking._quoted(name)}'"] if name else []) \
+    q = ["tags.`workbench.kind` = 'batch'"] + ([f"tags.`workbench.batch_name` = '{tracking.quoted(name)}'"] if name
+                                               else []) \
         + (["tags.`workbench.accepted` = 'true'"] if accepted else [])
-    runs = tracking._retry(c.search_runs, [eid], ' and '.join(q), max_results=1000)
+    runs = tracking.retry(c.search_runs, [eid], ' and '.join(q), max_results=1000)
     key = (lambda r: r.data.tags.get('workbench.accepted_at', '')) if accepted else (lambda r: r.info.start_time)
     return sorted(runs, key=key, reverse=True)
 
@@ -217,33 +259,41 @@ def batch_id(spec:BatchSpec) -> str:
 
 def study_ids(spec:BatchSpec, batch:str) -> dict[str, list[str]]:
     "The study ids of each entry's repeats: `<batch>-<i>-<model>-<target>-r<k>`."
-    return {s.entry: [f'{batch}-{i}-{s.model}-{s.target}-r{k}' for k in range(spec.repeats)] for i, s in enumerate(spec.studies)}
+    return {s.entry: [f'{batch}-{i}-{s.model}-{s.target}-r{k}' for k in range(spec.repeats)] for i,
+            s in enumerate(spec.studies)}
 
 def study_params(spec:BatchSpec, s:StudyEntry, k:int, *, study:str, overrides:dict|None=None) -> dict:
-    "The notebook parameters of repeat `k` of entry `s`: its parameters, seed shifted by `k`, the study id and the store."
+    """The notebook parameters of repeat `k` of entry `s`: its parameters, seed shifted by `k`, the study id and the
+    store."""
     p = s.params(spec.defaults, overrides)
-    return {**p, 'seed': int(p.get('seed', 42)) + k, 'study': study, **({'tracking_uri': spec.tracking_uri} if spec.tracking_uri else {})}
+    return {**p, 'seed': int(p.get('seed', 42)) + k, 'study': study,
+            **({'tracking_uri': spec.tracking_uri} if spec.tracking_uri else {})}
 
 def _links(uri:str, outcomes:dict[str, list[StudyOutcome]], batch_run:tuple[str, str]) -> dict[str, str]:
     "UI links: the batch run, and each study's runs table."
     base = layout.ui_base(tracking.client(uri).tracking_uri)
     out = {'batch run': layout.run_url(base, *batch_run)}
-    out.update({f'{e} {o.study}': layout.view_url(base, o.experiment_id, o.study) for e, os_ in outcomes.items() for o in os_})
+    out.update({f'{e} {o.study}': layout.view_url(base, o.experiment_id, o.study) for e, os_ in outcomes.items()
+                for o in os_})
     return out
 
 # %% ../../nbs/06_studies/06_batch.ipynb #9b2f41eb
 def _published(out:StudyOutcome) -> list[dict]:
     "Published vs reproduced rows of one study outcome, JSON-ready."
     t = published_vs_reproduced(out)
-    cols = [c for c in ('label', 'topology', 'concurrency', 'metric', 'published', 'reproduced', 'ratio', 'provenance', 'band') if c in t.columns]
+    cols = [c for c in ('label', 'topology', 'concurrency', 'metric', 'published', 'reproduced', 'ratio', 'provenance',
+                        'band') if c in t.columns]
     return [{k: _nan_none(v) for k, v in r.items()} for r in t[cols].to_dict('records')] if len(t) else []
 
-def _run_entry(spec:BatchSpec, s:StudyEntry, ids:list[str], *, run:Callable, tag:dict, overrides:dict|None, progress:bool) -> tuple[list, list, list]:
-    "Run one entry's repeats: their outcomes, the seed of each, and the errors (a study that could not run, points that failed)."
+def _run_entry(spec:BatchSpec, s:StudyEntry, ids:list[str], *, run:Callable, tag:dict, overrides:dict|None,
+               progress:bool) -> tuple[list, list, list]:
+    """Run one entry's repeats: their outcomes, the seed of each, and the errors (a study that could not run, points
+    that failed)."""
     outs, seeds, errors = [], [], []
     for k, sid in enumerate(ids):
         params = study_params(spec, s, k, study=sid, overrides=overrides)
-        if progress: print(f'== batch: {s.entry} repeat {k+1}/{len(ids)} (study {sid}, seed {params["seed"]})', flush=True)
+        if progress: print(f'== batch: {s.entry} repeat {k+1}/{len(ids)} (study {sid}, seed {params["seed"]})',
+                           flush=True)
         try: run(s.model, s.target, params, progress)
         except WorkbenchError as e:
             errors.append({'entry': s.entry, 'case': f'{sid} run', 'why': str(e), 'fatal': True}); continue
@@ -252,28 +302,39 @@ def _run_entry(spec:BatchSpec, s:StudyEntry, ids:list[str], *, run:Callable, tag
         if run_ is not None: tracking.log_batch(tracking.client(uri), run_.info.run_id, tags=tag)
         out = outcome_of(s.model, sid, tracking_uri=uri)
         outs.append(out); seeds.append(int(params['seed']))
-        errors += [{'entry': s.entry, 'case': f'{v} @c{c} run', 'why': f'point failed in study {sid}: {why}'[:500], 'fatal': False} for v, c, why in out.failed]
+        errors += [{'entry': s.entry, 'case': f'{v} @c{c} run', 'why': f'point failed in study {sid}: {why}'[:500],
+                    'fatal': False} for v, c, why in out.failed]
     return outs, seeds, errors
 
-def run_batch(spec:BatchSpec, *, run:Callable, batch:str|None=None, overrides:dict|None=None, progress:bool=True) -> dict:
-    "Run every study entry `repeats` times under one batch run; return (and write to `runs/<batch>/points.json`) the batch document."
+def run_batch(spec:BatchSpec, *, run:Callable, batch:str|None=None, overrides:dict|None=None,
+              progress:bool=True) -> dict:
+    """Run every study entry `repeats` times under one batch run; return (and write to `runs/<batch>/points.json`) the
+    batch document."""
     batch = batch or batch_id(spec)
     uri = tracking.client(spec.tracking_uri or None).tracking_uri
     rid = open_batch_run(spec, batch, uri)
     c, ids, outcomes, seeds, errors = tracking.client(uri), study_ids(spec, batch), {}, {}, []
     try:
         for s in spec.studies:
-            outcomes[s.entry], seeds[s.entry], errs = _run_entry(spec, s, ids[s.entry], run=run, overrides=overrides, progress=progress,
-                                                                 tag={'workbench.batch': batch, 'workbench.batch_run': rid})
+            outcomes[s.entry], seeds[s.entry], errs = _run_entry(spec, s, ids[s.entry], run=run, overrides=overrides,
+                                                                 progress=progress,
+                                                                 tag={'workbench.batch': batch,
+                                                                      'workbench.batch_run': rid})
             errors += errs
-        doc = {'format': 'workbench-batch/1', 'batch': batch, 'name': spec.name, 'created': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
-               'git_commit': tracking.git_sha(), 'repeats': spec.repeats, 'noise_k': spec.noise_k, 'band': spec.band,
-               'entries': {s.entry: {'model': s.model, 'target': s.target, 'params': s.params(spec.defaults, overrides), 'studies': ids[s.entry]} for s in spec.studies},
-               'points': [p for s in spec.studies for p in study_points(s.entry, outcomes[s.entry], seeds[s.entry])], 'errors': errors,
+        doc = {'format': 'workbench-batch/1', 'batch': batch, 'name': spec.name,
+               'created': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+               'git_commit': lineage.git_sha(), 'repeats': spec.repeats, 'noise_k': spec.noise_k, 'band': spec.band,
+               'entries': {s.entry: {'model': s.model, 'target': s.target, 'params': s.params(spec.defaults,
+                   overrides), 'studies': ids[s.entry]} for s in spec.studies},
+               'points': [p for s in spec.studies for p in study_points(s.entry, outcomes[s.entry], seeds[s.entry])],
+               'errors': errors,
                'published': {e: _published(os_[0]) for e, os_ in outcomes.items() if os_},
-               'links': _links(uri, outcomes, (batches_experiment(uri), rid)), 'mlflow': {'tracking_uri': uri, 'run_id': rid}}
+               'links': _links(uri, outcomes, (batches_experiment(uri), rid)), 'mlflow': {'tracking_uri': uri,
+                   'run_id': rid}}
     except BaseException as e:
-        tracking._retry(c.set_tag, rid, 'workbench.failure', f'{type(e).__name__}: {e}'[:8000]); tracking._retry(c.set_terminated, rid, status='FAILED'); raise
+        tracking.retry(c.set_tag, rid, 'workbench.failure',
+                        f'{type(e).__name__}: {e}'[:8000]); tracking.retry(c.set_terminated, rid,
+                                                                            status='FAILED'); raise
     folder = runs_dir()/batch; folder.mkdir(parents=True, exist_ok=True)
     (folder/'points.json').write_text(json.dumps(doc, indent=1, default=str))
     tracking.log_files(c, rid, [folder/'points.json'], 'batch')
@@ -295,127 +356,56 @@ def load_reference(spec:BatchSpec, reference:str|None=None) -> dict|None:
         p = reference_path(spec, reference)
         if not p.exists(): return None
         try: doc = (yaml.safe_load if p.suffix in ('.yaml', '.yml') else json.loads)(p.read_text())
-        except (ValueError, yaml.YAMLError) as e: raise WorkbenchError(f'{p} is not a batch reference ({e})', 'read the reference', 'restore it from git, or accept a batch again') from None
-        if not isinstance(doc, dict) or 'points' not in doc: raise WorkbenchError(f'{p} has no points', 'read the reference', 'accept a batch again (--accept)')
+        except (ValueError, yaml.YAMLError) as e: raise WorkbenchError(f'{p} is not a batch reference ({e})',
+                                                                       'read the reference', 'restore it from git, or '
+                'accept a batch again') from None
+        if not isinstance(doc, dict) or 'points' not in doc: raise WorkbenchError(f'{p} has no points',
+                                                                                  'read the reference',
+                                                                                  'accept a batch again (--accept)')
         return {**doc, 'source': str(p)}
     runs = batch_runs(spec.name, accepted=True, tracking_uri=spec.tracking_uri or None)
     if not runs: return None
     t = runs[0].data.tags
-    return {**_run_doc(runs[0].info.run_id, spec.tracking_uri or None), 'accepted': {k: t.get(f'workbench.accepted_{k}') for k in ('by', 'why', 'at')},
+    return {**_run_doc(runs[0].info.run_id, spec.tracking_uri or None),
+            'accepted': {k: t.get(f'workbench.accepted_{k}') for k in ('by', 'why', 'at')},
             'source': f'MLflow run {runs[0].info.run_id}'}
 
 def _run_doc(run_id:str, uri:str|None) -> dict:
     "The batch document a batch run logged (`batch/points.json`)."
     with tempfile.TemporaryDirectory() as d, _quiet():
-        try: return json.loads(Path(tracking.download(tracking.client(uri), run_id, 'batch/points.json', d)).read_text())
-        except Exception as e: raise WorkbenchError(f'batch run {run_id} has no batch/points.json ({str(e)[:200]})', 'read a batch from MLflow', 'run the batch again') from None
+        try: return json.loads(Path(tracking.download(tracking.client(uri), run_id, 'batch/points.json',
+                                                      d)).read_text())
+        except Exception as e: raise WorkbenchError(f'batch run {run_id} has no batch/points.json ({str(e)[:200]})',
+                                                    'read a batch from MLflow', 'run the batch again') from None
 
 # %% ../../nbs/06_studies/06_batch.ipynb #5d058cc2
 def who() -> str:
     "Who accepts: the CI's user ($GITHUB_ACTOR, $GITLAB_USER_LOGIN), else git's user.name, else $USER."
     for k in ('GITHUB_ACTOR', 'GITLAB_USER_LOGIN'):
         if os.environ.get(k): return os.environ[k]
-    try: name = subprocess.run(['git', 'config', 'user.name'], capture_output=True, text=True, timeout=10).stdout.strip()
+    try: name = subprocess.run(['git', 'config', 'user.name'], capture_output=True, text=True,
+                               timeout=10).stdout.strip()
     except (OSError, subprocess.TimeoutExpired): name = ''
     return name or os.environ.get('USER', 'unknown')
 
 def accept(doc:dict, spec:BatchSpec, *, why:str, by:str|None=None, reference:str|None=None) -> dict:
-    "Promote batch `doc` to the reference: who and why on its MLflow run, and the reference file written (when the reference is a file)."
+    """Promote batch `doc` to the reference: who and why on its MLflow run, and the reference file written (when the
+    reference is a file)."""
     op = f"accept batch {doc.get('batch')}"
-    if not (why or '').strip(): raise WorkbenchError('no reason given', op, 'pass --why "<why this batch is the new reference>"')
+    if not (why or '').strip(): raise WorkbenchError('no reason given', op,
+                                                     'pass --why "<why this batch is the new reference>"')
     bad = [f.line for f in gt.gate(doc, None) if f.status in ('failed', 'error', 'could_not_run')]
-    if bad: raise WorkbenchError(f'it has failed checks or runs ({bad[0]}{"; ..." if len(bad) > 1 else ""})', op, 'fix them and run the batch again')
-    a = {'by': by or who(), 'why': why.strip(), 'at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), 'git_commit': tracking.git_sha()}
+    if bad: raise WorkbenchError(f'it has failed checks or runs ({bad[0]}{"; ..." if len(bad) > 1 else ""})', op,
+                                 'fix them and run the batch again')
+    a = {'by': by or who(), 'why': why.strip(), 'at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+         'git_commit': lineage.git_sha()}
     m = doc.get('mlflow') or {}
     if m.get('run_id'):
-        tracking.log_batch(tracking.client(m['tracking_uri']), m['run_id'], tags={'workbench.accepted': 'true', **{f'workbench.accepted_{k}': v for k, v in a.items()}})
+        tracking.log_batch(tracking.client(m['tracking_uri']), m['run_id'],
+                           tags={'workbench.accepted': 'true', **{f'workbench.accepted_{k}': v for k, v in a.items()}})
     out = {k: v for k, v in doc.items() if k != 'source'} | {'accepted': a}
     if (p := reference_path(spec, reference)) is not None:
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(yaml.safe_dump(out, sort_keys=False) if p.suffix in ('.yaml', '.yml') else json.dumps(out, indent=1, default=str) + '\n')
+        p.write_text(yaml.safe_dump(out, sort_keys=False) if p.suffix in ('.yaml', '.yml')
+                     else json.dumps(out, indent=1, default=str) + '\n')
     return out
-
-# %% ../../nbs/06_studies/06_batch.ipynb #796f4f6d
-def _copy_studies(doc:dict, folder:Path) -> dict[str, str]:
-    "Copy each study's report, summary and charts under `folder/studies/<study>/`; the reports' relative links."
-    links = {}
-    for e, ent in doc.get('entries', {}).items():
-        for sid in ent['studies']:
-            src = runs_dir()/sid
-            if not src.is_dir(): continue
-            dst = folder/'studies'/sid; dst.mkdir(parents=True, exist_ok=True)
-            for f in [*src.glob('*.html'), *src.glob('*.png'), *src.glob('*.svg'), *src.glob('summary.txt')]: shutil.copy2(f, dst/f.name)
-            if (dst/'report.html').exists(): links[f'{e} {sid} report'] = f'studies/{sid}/report.html'
-    return links
-
-def write_outputs(doc:dict, findings:list[gt.Finding], reference:dict|None=None, *, accepting:bool=False) -> dict[str, Path]:
-    "Write the batch's outputs to `runs/<batch>/` (and $GITHUB_STEP_SUMMARY), log them to its MLflow run and end it; returns the paths."
-    folder = runs_dir()/doc['batch']; folder.mkdir(parents=True, exist_ok=True)
-    paths = {'points': folder/'points.json', 'gate': folder/'gate.json', 'summary': folder/'summary.md', 'report': folder/'report.html'}
-    paths['points'].write_text(json.dumps(doc, indent=1, default=str))
-    paths['gate'].write_text(json.dumps({'exit_code': gt.exit_code(findings), 'reference': (reference or {}).get('batch'),
-                                         'findings': [f.model_dump() for f in findings]}, indent=1))
-    paths['junit'] = gt.write_junit(findings, folder/'junit.xml', name=doc.get('name', 'batch'))
-    md = gt.markdown(doc, findings, reference, accepting=accepting)
-    paths['summary'].write_text(md + '\n')
-    if os.environ.get('GITHUB_STEP_SUMMARY'):
-        with open(os.environ['GITHUB_STEP_SUMMARY'], 'a') as f: f.write(md + '\n')
-    chart = None
-    if any(f.change is not None and f.tolerance is not None for f in findings):
-        title = f"Batch {doc['batch']} against {(reference or {}).get('batch', 'no reference')}"
-        chart, paths['chart_svg'] = gt.save_gate_chart(findings, folder/'gate', title=title)
-        paths['chart'] = chart
-    paths['report'].write_text(gt.html_page(doc, findings, reference, chart=chart, reports=_copy_studies(doc, folder), accepting=accepting))
-    _finish_run(doc, findings, [p for k, p in paths.items()])
-    return paths
-
-def _finish_run(doc:dict, findings:list[gt.Finding], files:list[Path]):
-    "Log the outputs, verdict and counts to the batch's MLflow run and end it FINISHED."
-    m = doc.get('mlflow') or {}
-    if not m.get('run_id'): return
-    c, rid, code = tracking.client(m['tracking_uri']), m['run_id'], gt.exit_code(findings)
-    n = lambda *st: sum(f.status in st for f in findings)
-    tracking.log_files(c, rid, files, 'batch')
-    tracking.log_batch(c, rid, metrics={'points': len(doc.get('points', [])), 'regressions': n('regression'), 'failed': n('failed', 'error'),
-                                        'could_not_run': n('could_not_run'), 'not_judged': sum(f.line.startswith('NOT JUDGED') for f in findings)},
-                       tags={'workbench.verdict': gt.VERDICTS[code], 'workbench.exit_code': str(code),
-                             'mlflow.note.content': '\n'.join([f'Batch {doc["batch"]}: {gt.VERDICTS[code]} (exit {code}).', *[f.line for f in findings if f.status in (*gt.FAILING, 'could_not_run')]])[:8000]})
-    tracking._retry(c.set_terminated, rid, status='FINISHED')
-
-# %% ../../nbs/06_studies/06_batch.ipynb #8847fadd
-def _earlier(spec:BatchSpec, batch:str) -> dict:
-    "The document of an earlier batch: its points.json, else its MLflow run's."
-    p = runs_dir()/batch/'points.json'
-    if p.exists(): return json.loads(p.read_text())
-    runs = [r for r in batch_runs(spec.name, tracking_uri=spec.tracking_uri or None) if r.data.tags.get('workbench.batch') == batch]
-    if not runs: raise WorkbenchError(f'no batch {batch} in {runs_dir()} or MLflow', f'accept batch {batch}', 'pass the id of a batch that ran (runs/<batch>/)')
-    return _run_doc(runs[0].info.run_id, spec.tracking_uri or None)
-
-def ci(path, *, run:Callable, preflight:Callable|None=None, reference:str|None=None, accept_batch:str|bool|None=None,
-       why:str|None=None, by:str|None=None, overrides:dict|None=None, progress:bool=True) -> int:
-    "`workbench sweep --ci`: run the batch file at `path`, gate it against the reference, write the outputs; returns 0, 1 or 2."
-    spec = load_batch(path)
-    if isinstance(accept_batch, str):
-        doc = accept(_earlier(spec, accept_batch), spec, why=why, by=by, reference=reference)
-        print(f"accepted batch {accept_batch} as the reference of {spec.name} (by {doc['accepted']['by']}: {doc['accepted']['why']})"
-              + (f'; written to {reference_path(spec, reference)} (commit it)' if reference_path(spec, reference) else '')); return 0
-    if accept_batch and not (why or '').strip(): raise WorkbenchError('no reason given', 'accept the batch', 'pass --why "<why this batch is the new reference>"')
-    ref = load_reference(spec, reference)
-    if ref is None and not accept_batch:
-        raise WorkbenchError(f"no accepted reference for batch {spec.name} ({reference or spec.reference or 'no reference: in the batch file'})", 'gate the batch',
-                             'run it once with --accept --why "first reference" (and commit the reference file), or set reference:')
-    for s in spec.studies:
-        if preflight is not None: preflight(s.model, {**study_params(spec, s, 0, study='preflight', overrides=overrides), 'target': s.target})
-    doc = run_batch(spec, run=run, overrides=overrides, progress=progress)
-    findings = gt.gate(doc, ref)
-    paths, code = write_outputs(doc, findings, ref, accepting=bool(accept_batch)), gt.exit_code(findings)
-    for f in findings:                          # every judged metric with its limits and why (-q: only what failed, improved or was not judged)
-        if f.status in (*gt.FAILING, 'could_not_run', 'improved') or f.line.startswith('NOT JUDGED') or (progress and f.tolerance is not None):
-            print(f.line, flush=True)
-    print(f"batch {doc['batch']}: {gt.VERDICTS[code]} (exit {code}) against {(ref or {}).get('batch', 'no reference')}; "
-          f"summary {paths['summary']}, JUnit {paths['junit']}, report {paths['report']}", flush=True)
-    if accept_batch:
-        a = accept(doc, spec, why=why, by=by, reference=reference)
-        print(f"accepted batch {doc['batch']} as the reference (by {a['accepted']['by']})" + (f'; written to {reference_path(spec, reference)} (commit it)' if reference_path(spec, reference) else ''))
-        return 0
-    return code

@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 import pandas as pd
 from ..domain.results import band_words, is_finding
+from ..domain.metrics import COL_GPU_TPS, COL_TTFT, COL_USER_TPS
+
 
 # %% auto #0
 __all__ = ['FINDING_COLUMNS', 'LABELS', 'findings_table', 'reproduction_table', 'contradicted_orders', 'findings_lines',
@@ -22,57 +24,67 @@ def _rests_on(r) -> str:
     return f'{r.provenance}: the spread of the runs'
 
 def findings_table(deltas:pd.DataFrame) -> pd.DataFrame:
-    """Every variant of `deltas` (`study.study_deltas`: SLA-constrained tok/s/GPU change against the recipe and the band of that change)
+    """Every variant of `deltas` (`outcome.study_deltas`: SLA-constrained tok/s/GPU change against the recipe and the
+    band of that change)
     whose change exceeds its band, largest first."""
     if not len(deltas): return pd.DataFrame(columns=FINDING_COLUMNS)
     d = deltas[(deltas.group != 'recipe') & deltas.delta_pct.notna() & deltas.band_pct.notna()]
     d = d[[bool(is_finding(x/100, b/100)) for x, b in zip(d.delta_pct, d.band_pct)]] if len(d) else d
-    rows = [dict(group=r.group, variant=r.variant, concurrency=r.concurrency, change_pct=float(r.delta_pct), band_pct=float(r.band_pct),
+    rows = [dict(group=r.group, variant=r.variant, concurrency=r.concurrency, change_pct=float(r.delta_pct),
+                 band_pct=float(r.band_pct),
                  provenance=r.provenance, rests_on=_rests_on(r)) for r in d.itertuples()]
     out = pd.DataFrame(rows, columns=FINDING_COLUMNS)
     return out.reindex(out.change_pct.abs().sort_values(ascending=False).index).reset_index(drop=True)
 
 # %% ../../nbs/06_studies/01_findings.ipynb #c613df9f
 def _verdict(ratio, band) -> str:
-    "Whether a reproduced/published ratio lies inside the reproduced number's band (`results.is_finding`, the one rule)."
+    """Whether a reproduced/published ratio lies inside the reproduced number's band (`results.is_finding`, the one
+    rule)."""
     if ratio is None or (isinstance(ratio, float) and math.isnan(ratio)): return 'not compared'
     if band is None or (isinstance(band, float) and math.isnan(band)): return 'no band'
     return 'outside its band' if is_finding(ratio - 1, band) else 'within its band'
 
 def reproduction_table(pvr:pd.DataFrame) -> pd.DataFrame:
-    "`pvr` (`study.published_vs_reproduced`) with a `verdict` per published figure: within its band, outside it, no band, not compared."
+    """`pvr` (`outcome.published_vs_reproduced`) with a `verdict` per published figure: within its band, outside it, no
+    band, not compared."""
     if not len(pvr): return pvr.assign(verdict=pd.Series(dtype=str))
     return pvr.assign(verdict=[_verdict(r, b) for r, b in zip(pvr.ratio, pvr.band)])
 
-def _name(r) -> str: return f'{r.label} ({r.topology}' + (f', c{int(r.concurrency)}' if r.concurrency == r.concurrency and r.concurrency else '') + ')'
+def _name(r) -> str: return f'{r.label} ({r.topology}' + (f', c{int(r.concurrency)}' if r.concurrency == r.concurrency
+                                                          and r.concurrency else '') + ')'
 
-def contradicted_orders(pvr:pd.DataFrame, metric:str='output_tok_s_per_gpu') -> list[str]:
-    """Each pair of published `metric` figures whose reproductions rank the other way by more than the two numbers' bands allow (combined
+def contradicted_orders(pvr:pd.DataFrame, metric:str=COL_GPU_TPS) -> list[str]:
+    """Each pair of published `metric` figures whose reproductions rank the other way by more than the two numbers'
+    bands allow (combined
     in log terms: a swap inside the bands is no contradiction), as a sentence."""
     ok = pvr[(pvr.metric == metric) & pvr.ratio.notna() & pvr.reproduced.notna()] if len(pvr) else pvr
     rows, out = list(ok.itertuples()), []
     for i, a in enumerate(rows):
         for b in rows[i + 1:]:
             hi, lo = (a, b) if a.published > b.published else (b, a)
-            band = math.expm1(math.hypot(math.log1p(hi.band if hi.band == hi.band else 0.0), math.log1p(lo.band if lo.band == lo.band else 0.0)))
+            band = math.expm1(math.hypot(math.log1p(hi.band if hi.band == hi.band else 0.0),
+                                         math.log1p(lo.band if lo.band == lo.band else 0.0)))
             if hi.reproduced < lo.reproduced and is_finding(hi.reproduced/lo.reproduced - 1, band):
                 out.append(f'published {_name(hi)} {hi.published:.1f} > {_name(lo)} {lo.published:.1f}; reproduced '
                            f'{hi.reproduced:.1f} < {lo.reproduced:.1f} ({hi.provenance})')
     return out
 
 # %% ../../nbs/06_studies/01_findings.ipynb #eabfa41a
-LABELS = {'output_tok_s_per_gpu': 'tok/s/GPU', 'user_tok_s': 'tok/s/user', 'ttft_p50_ms': 'TTFT p50 ms'}
+LABELS = {COL_GPU_TPS: 'tok/s/GPU', COL_USER_TPS: 'tok/s/user', COL_TTFT: 'TTFT p50 ms'}
 
 def findings_lines(findings:pd.DataFrame, compared:int) -> list[str]:
-    "The Findings block: one line per finding (change, band, what it rests on), or why there is none; `compared`: variants with a change and a band."
+    """The Findings block: one line per finding (change, band, what it rests on), or why there is none; `compared`:
+    variants with a change and a band."""
     head = 'Findings (a change against the recipe beyond its band, in SLA-constrained tok/s/GPU):'
     if not len(findings):
         return [head, f'  none: {compared} variant(s) compared, every change within its band' if compared else
                 '  none: no variant has a change and a band to compare (measured targets carry no band for a change)']
-    rows = [f'  {r.group}: {r.variant} {r.change_pct:+.1f}% (band {band_words(r.band_pct/100)}' + (f', c{int(r.concurrency)}' if r.concurrency == r.concurrency
-            and r.concurrency else '') + ')' for r in findings.itertuples()]
+    rows = [f'  {r.group}: {r.variant} {r.change_pct:+.1f}% (band {band_words(r.band_pct/100)}'
+            + (f', c{int(r.concurrency)}' if r.concurrency == r.concurrency and r.concurrency else '') + ')'
+            for r in findings.itertuples()]
     sim = (findings.provenance == 'simulated').all()
-    return [head, *rows, f'  ({len(findings)} of {compared} variant(s) compared; ' + ("simulated: each band is its group's validated effect band "
+    return [head, *rows, f'  ({len(findings)} of {compared} variant(s) compared; '
+            + ("simulated: each band is its group's validated effect band "
             "and two runs' noise)" if sim else 'each band rests on the spread of the runs)')]
 
 def reproduction_lines(rep:pd.DataFrame, orders:list[str]) -> list[str]:
@@ -81,7 +93,8 @@ def reproduction_lines(rep:pd.DataFrame, orders:list[str]) -> list[str]:
     judged = int(rep.verdict.isin(['outside its band', 'within its band']).sum()) if len(rep) else 0
     out = [f'Reproduction: {judged - len(bad)} of {judged} published figure(s) within the reproduced number\u2019s band'
            + (f', {len(orders)} published order(s) contradicted' if orders else ', no published order contradicted')]
-    out += [f'  MISS {_name(r)} {LABELS.get(r.metric, r.metric)}: published {r.published:g}, reproduced {r.reproduced:.4g} '
+    out += [f'  MISS {_name(r)} {LABELS.get(r.metric, r.metric)}: published {r.published:g}, reproduced '
+            f'{r.reproduced:.4g} '
             f'({r.ratio:.2f}x), outside its band {band_words(r.band)}' for r in bad.itertuples()]
     out += [f'  CONTRADICTS {o}' for o in orders]
     return out

@@ -11,8 +11,11 @@ from typing import Literal, NamedTuple
 import pandas as pd
 from pydantic import BaseModel, Field
 from . import report
+from .charts import save_chart
 from ..base.core import load_altair
 from .publish import html_table
+from ..domain.metrics import COL_SLA_GPU_TPS, COL_TTFT, COL_USER_TPS, OUTPUT_TPS, TTFT, USER_TPS
+
 
 # %% auto #0
 __all__ = ['METRICS', 'FAILING', 'VERDICTS', 'CHART_PX', 'LABEL_PX', 'FONT_PX', 'ROW_PX', 'BatchPoint', 'Spread', 'pooled_cv',
@@ -21,23 +24,31 @@ __all__ = ['METRICS', 'FAILING', 'VERDICTS', 'CHART_PX', 'LABEL_PX', 'FONT_PX', 
            'save_gate_chart', 'html_page']
 
 # %% ../../nbs/06_studies/05_gate.ipynb #d5ab46ee
-METRICS = {'sla_tok_s_gpu': ('SLA-constrained tok/s/GPU', 'higher', 'output_token_throughput'),
-           'ttft_p50_ms': ('TTFT p50 ms', 'lower', 'time_to_first_token'),
-           'user_tok_s': ('per-user tok/s', 'higher', 'output_token_throughput_per_user')}
+METRICS = {COL_SLA_GPU_TPS: ('SLA-constrained tok/s/GPU', 'higher', OUTPUT_TPS),
+           COL_TTFT: ('TTFT p50 ms', 'lower', TTFT),
+           COL_USER_TPS: ('per-user tok/s', 'higher', USER_TPS)}
 
 class BatchPoint(BaseModel):
-    "One compared point of a batch: a variant's SLA-constrained best (`concurrency` None) or one variant x concurrency, with its value in each repeat."
+    """One compared point of a batch: a variant's SLA-constrained best (`concurrency` None) or one variant x
+    concurrency, with its value in each repeat."""
     entry: str                                                   # the batch's study entry, e.g. 'motif-3/sim'
-    label: str                                                   # the variant's label, e.g. 'recipe', 'cache: max_num_seqs=128'
+    # the variant's label, e.g. 'recipe', 'cache: max_num_seqs=128'
+    label: str
     concurrency: int|None = None                                 # None: the variant's SLA-constrained best
-    values: dict[str, list[float|None]] = Field(default_factory=dict)   # metric (`METRICS`) -> one value per repeat; None: no value
-    seeds: list[int] = []                                        # the seed of each repeat's value (empty: not recorded, repeat order)
-    repeat_band: dict[str, float] = Field(default_factory=dict)  # metric -> how far the same configuration moves at the same seed (0.01 = 1%)
+    # metric (`METRICS`) -> one value per repeat; None: no value
+    values: dict[str, list[float|None]] = Field(default_factory=dict)
+    # the seed of each repeat's value (empty: not recorded, repeat order)
+    seeds: list[int] = []
+    # metric -> how far the same configuration moves at the same seed (0.01 = 1%)
+    repeat_band: dict[str, float] = Field(default_factory=dict)
     basis: str = ''                                              # why there is no repeat band (the point's band basis)
     provenance: str = ''                                         # simulated, measured
-    modelled: bool = True                                        # False: the simulator does not model this variant (no numbers)
-    check: str = 'not_applicable'                                # the variant's checks: passed, failed, not_applicable, not run
-    failed_checks: list[str] = []                                # the names of the checks that failed (e.g. accuracy.arith)
+    # False: the simulator does not model this variant (no numbers)
+    modelled: bool = True
+    # the variant's checks: passed, failed, not_applicable, not run
+    check: str = 'not_applicable'
+    # the names of the checks that failed (e.g. accuracy.arith)
+    failed_checks: list[str] = []
 
     @property
     def key(self) -> tuple: return (self.entry, self.label, self.concurrency)
@@ -56,14 +67,16 @@ def _finite(xs) -> list[float]: return [float(x) for x in xs if x is not None an
 
 # %% ../../nbs/06_studies/05_gate.ipynb #877fc9d2
 class Spread(NamedTuple):
-    "A relative spread pooled over points: its standard deviation, its degrees of freedom, how many values it rests on, over how many points."
+    """A relative spread pooled over points: its standard deviation, its degrees of freedom, how many values it rests
+    on, over how many points."""
     sd: float
     df: int
     n: int
     points: int
 
 def pooled_cv(points:list[BatchPoint], metric:str) -> tuple[float|None, int]:
-    "Relative run-to-run spread of `metric` pooled over `points` with two or more repeats, and how many point-repeats it rests on ((None, 0) when none has)."
+    """Relative run-to-run spread of `metric` pooled over `points` with two or more repeats, and how many point-repeats
+    it rests on ((None, 0) when none has)."""
     num, df = 0.0, 0
     for p in points:
         xs = [x for x in _finite(p.values.get(metric, [])) if x > 0]
@@ -72,12 +85,14 @@ def pooled_cv(points:list[BatchPoint], metric:str) -> tuple[float|None, int]:
     return (math.sqrt(num/df), df) if df else (None, 0)
 
 def run_spread(batches:list[list[BatchPoint]], metric:str) -> Spread|None:
-    "The run-to-run spread of `metric` pooled over the points of each batch in `batches`; its df: each batch's repeats less one, summed."
+    """The run-to-run spread of `metric` pooled over the points of each batch in `batches`; its df: each batch's repeats
+    less one, summed."""
     pts = [p for b in batches for p in b]
     cv, _ = pooled_cv(pts, metric)
     df = sum(max((len(_finite(p.values.get(metric, []))) - 1 for p in b), default=0) for b in batches)
     used = [p for p in pts if len([x for x in _finite(p.values.get(metric, [])) if x > 0]) >= 2]
-    return Spread(cv, df, sum(len(_finite(p.values[metric])) for p in used), len({p.key for p in used})) if cv is not None and df > 0 else None
+    return Spread(cv, df, sum(len(_finite(p.values[metric])) for p in used),
+                  len({p.key for p in used})) if cv is not None and df > 0 else None
 
 def multiplier(k:float, df:int) -> float:
     "Student's t quantile at `df` degrees of freedom for the one-sided tail that `k` normal sigmas leave."
@@ -86,7 +101,8 @@ def multiplier(k:float, df:int) -> float:
 
 # %% ../../nbs/06_studies/05_gate.ipynb #0540d6e1
 def pairs(ref:BatchPoint, cur:BatchPoint, metric:str) -> list[tuple[float, float]]:
-    """The (reference, now) values of `metric` seed by seed, when both batches ran the point at the same seeds (neither recording seeds:
+    """The (reference, now) values of `metric` seed by seed, when both batches ran the point at the same seeds (neither
+    recording seeds:
     the same number of repeats, in order); [] otherwise, or when a value is missing."""
     a, b = ref.values.get(metric, []), cur.values.get(metric, [])
     if ref.seeds or cur.seeds:
@@ -97,7 +113,8 @@ def pairs(ref:BatchPoint, cur:BatchPoint, metric:str) -> list[tuple[float, float
     return out if ok else []
 
 def paired_spread(refs:dict[tuple, BatchPoint], curs:list[BatchPoint], metric:str) -> Spread|None:
-    """The spread of the same-seed relative differences of `metric` (now/reference - 1) pooled over the points of `curs` with two or more,
+    """The spread of the same-seed relative differences of `metric` (now/reference - 1) pooled over the points of
+    `curs` with two or more,
     `refs` the reference's points by key; n-1 degrees of freedom per point (None when no point has two)."""
     num, df, n, k = 0.0, 0, 0, 0
     for p in curs:
@@ -107,7 +124,8 @@ def paired_spread(refs:dict[tuple, BatchPoint], curs:list[BatchPoint], metric:st
     return Spread(math.sqrt(num/df), df, n, k) if df else None
 
 class Noise(NamedTuple):
-    "What the noise of one metric of a study entry rests on: the same-seed differences and the run-to-run spread (None: not measured)."
+    """What the noise of one metric of a study entry rests on: the same-seed differences and the run-to-run spread
+    (None: not measured)."""
     paired: Spread|None
     runs: Spread|None
 
@@ -119,7 +137,8 @@ def noise(refs:list[BatchPoint], curs:list[BatchPoint], metric:str) -> Noise:
 class Finding(BaseModel):
     "The gate's result for one metric of one point, one check or one run, with the line that names it."
     entry: str
-    case: str                                   # the test case: '<label> SLA max', '<label> @c8', '<label> checks', '<study> run'
+    # the test case: '<label> SLA max', '<label> @c8', '<label> checks', '<study> run'
+    case: str
     kind: Literal['metric', 'check', 'run']
     metric: str = ''
     status: Literal['ok', 'improved', 'regression', 'failed', 'error', 'could_not_run', 'skipped']
@@ -145,7 +164,9 @@ def _band_part(ref:BatchPoint, cur:BatchPoint, metric:str, use_band:bool) -> tup
     if not use_band: return None, 'repeat band off (band: none in the batch file)'
     bands = [p.repeat_band[metric] for p in (ref, cur) if metric in p.repeat_band]
     if not bands:
-        return None, f"no repeat band ({'measured points carry none' if cur.provenance == 'measured' else cur.basis or ref.basis or 'none recorded'})"
+        basis = ('measured points carry none' if cur.provenance == 'measured'
+                 else cur.basis or ref.basis or 'none recorded')
+        return None, f'no repeat band ({basis})'
     b = max(bands)
     what = ('the same configuration at the same seed is bit-identical between runs' if b == 0 else
             'how far the same configuration moves at the same seed between fresh runs')
@@ -153,31 +174,37 @@ def _band_part(ref:BatchPoint, cur:BatchPoint, metric:str, use_band:bool) -> tup
 
 def _no_pairs(ref:BatchPoint, cur:BatchPoint, pr:list) -> str:
     "Why a noise limit is not the same-seed one."
-    if ref.seeds and cur.seeds and sorted(ref.seeds) != sorted(cur.seeds): return f'other seeds: {cur.seeds} against {ref.seeds}'
+    if ref.seeds and cur.seeds and sorted(ref.seeds) != sorted(cur.seeds): return (f'other seeds: {cur.seeds} against '
+                                                                                   f'{ref.seeds}')
     return 'fewer than two same-seed differences at any point' if pr else 'no same-seed pairs at this point'
 
 def _noise_part(ref:BatchPoint, cur:BatchPoint, metric:str, noise:Noise, *, k:float) -> tuple[float|None, str]:
-    "The `k`-sigma noise limit of the change of `metric`, the narrower of the same-seed and the run-to-run one, and how it reads."
+    """The `k`-sigma noise limit of the change of `metric`, the narrower of the same-seed and the run-to-run one, and
+    how it reads."""
     lims, pr = [], pairs(ref, cur, metric)
     n_r, n_c = (len(_finite(p.values.get(metric, []))) for p in (ref, cur))
     if pr and noise.paired:
         s, n = noise.paired, len(pr); m = multiplier(k, s.df)
-        lims.append((m*s.sd/math.sqrt(n), m, s.df, f'spread {s.sd:.2%} of {s.n} same-seed differences pooled over {s.points} point'
+        lims.append((m*s.sd/math.sqrt(n), m, s.df,
+                     f'spread {s.sd:.2%} of {s.n} same-seed differences pooled over {s.points} point'
                      f"{'s' if s.points > 1 else ''}, {s.df} df: t {m:.1f} \u00d7 {s.sd:.2%}/\u221a{n}"))
     if noise.runs and n_r and n_c:
         s = noise.runs; m = multiplier(k, s.df)
-        lims.append((m*s.sd*math.sqrt(1/n_r + 1/n_c), m, s.df, f'run-to-run spread {s.sd:.2%} of {s.n} values pooled over {s.points} point'
+        lims.append((m*s.sd*math.sqrt(1/n_r + 1/n_c), m, s.df,
+                     f'run-to-run spread {s.sd:.2%} of {s.n} values pooled over {s.points} point'
                      f"{'s' if s.points > 1 else ''} of both batches, {s.df} df by repeats: "
                      f't {m:.1f} \u00d7 {s.sd:.2%} \u00d7 \u221a(1/{n_r}+1/{n_c})'))
     if not lims: return None, f'no noise measured ({n_r} and {n_c} repeats)'
     nz, m, df, text = min(lims)
     if not (pr and noise.paired): notes = [_no_pairs(ref, cur, pr)]
     else: notes = [f'narrower than the same-seed limit \u00b1{lims[0][0]:.1%}'] if nz < lims[0][0] else []
-    if m > 1.5*k and nz > 0: notes.append(f'only {df} df: a wide limit, so the gate errs toward passing (more repeats narrow it)')
+    if m > 1.5*k and nz > 0: notes.append(f'only {df} df: a wide limit, so the gate errs toward passing (more repeats '
+                                          'narrow it)')
     return nz, f'{k:g}\u03c3 noise \u00b1{nz:.1%} (' + '; '.join([text, *notes]) + ')'
 
 def tolerance(ref:BatchPoint, cur:BatchPoint, metric:str, noise:Noise, *, k:float=3.0, use_band:bool=True) -> Limit:
-    """The relative change of `metric` between `ref` and `cur` that is not yet a regression: the repeat band plus `k` sigmas of the noise,
+    """The relative change of `metric` between `ref` and `cur` that is not yet a regression: the repeat band plus `k`
+    sigmas of the noise,
     with the words that say what each rests on (tolerance None: neither is known)."""
     band, bt = _band_part(ref, cur, metric, use_band)
     nz, nt = _noise_part(ref, cur, metric, noise, k=k)
@@ -190,30 +217,37 @@ def tolerance(ref:BatchPoint, cur:BatchPoint, metric:str, noise:Noise, *, k:floa
 def _num(x:float|None) -> str: return 'none' if x is None else f'{x:.4g}'
 
 def judge(ref:BatchPoint, cur:BatchPoint, metric:str, noise:Noise, *, k:float=3.0, use_band:bool=True) -> Finding:
-    "Compare the means of `metric` in `ref` and `cur`: ok, improved, regression, or skipped (not judged), with the line that says why."
+    """Compare the means of `metric` in `ref` and `cur`: ok, improved, regression, or skipped (not judged), with the
+    line that says why."""
     name, better, _ = METRICS[metric]
     a, b = ref.mean(metric), cur.mean(metric)
     f = dict(entry=cur.entry, case=cur.case, kind='metric', metric=metric, reference=a, now=b)
     head = f'{cur.entry} {cur.case}: {name} {_num(a)} -> {_num(b)}'
     if a is None or b is None:
-        if a is None and b is None: return Finding(**f, status='ok', line=f'ok {head} (no value in either: no concurrency meets the SLA)')
+        if a is None and b is None: return Finding(**f, status='ok',
+                                                   line=f'ok {head} (no value in either: no concurrency meets the SLA)')
         gone = b is None if better == 'higher' else a is None
-        what = 'no concurrency meets the SLA any more' if metric == 'sla_tok_s_gpu' and b is None else 'a value only on one side'
-        return Finding(**f, status='regression' if gone else 'improved', line=f"{'REGRESSION' if gone else 'IMPROVED'} {head} ({what})")
+        what = ('no concurrency meets the SLA any more' if metric == COL_SLA_GPU_TPS and b is None
+                else 'a value only on one side')
+        return Finding(**f, status='regression' if gone else 'improved',
+                       line=f"{'REGRESSION' if gone else 'IMPROVED'} {head} ({what})")
     change = b/a - 1 if a else math.inf
     worse = -change if better == 'higher' else change
     lim = tolerance(ref, cur, metric, noise, k=k, use_band=use_band)
     f.update(change=change, tolerance=lim.tolerance, band=lim.band, noise=lim.noise)
     if lim.tolerance is None:
         fix = 'set repeats: 2 or more in the batch file (or run `workbench validate --write`)'
-        return Finding(**f, status='skipped', line=f'NOT JUDGED {head} ({change:+.1%}): no tolerance: {lim.why}; it passes unjudged, so the gate '
+        return Finding(**f, status='skipped', line=f'NOT JUDGED {head} ({change:+.1%}): no tolerance: {lim.why}; it '
+                                                   'passes unjudged, so the gate '
                                                    f'errs toward passing: {fix}')
     status = 'regression' if worse > lim.tolerance else 'improved' if -worse > lim.tolerance else 'ok'
     word = {'regression': 'REGRESSION', 'improved': 'IMPROVED', 'ok': 'ok'}[status]
-    return Finding(**f, status=status, line=f"{word} {head} ({change:+.1%}) {'beyond' if status != 'ok' else 'within'} {lim.why}")
+    return Finding(**f, status=status,
+                   line=f"{word} {head} ({change:+.1%}) {'beyond' if status != 'ok' else 'within'} {lim.why}")
 
 # %% ../../nbs/06_studies/05_gate.ipynb #40fe80b9
-def _points(doc:dict|None) -> list[BatchPoint]: return [BatchPoint.model_validate(p) for p in (doc or {}).get('points', [])]
+def _points(doc:dict|None) -> list[BatchPoint]: return [BatchPoint.model_validate(p) for p in (doc or {}).get('points',
+    [])]
 
 def _check(p:BatchPoint) -> Finding:
     "The finding of a variant's functional and accuracy checks."
@@ -222,15 +256,18 @@ def _check(p:BatchPoint) -> Finding:
         what = f'{", ".join(p.failed_checks)} failed' if p.failed_checks else 'a functional or accuracy check failed'
         return Finding(**f, status='failed', line=f'FAILED CHECK {p.entry} {p.label}: {what} (see its MLflow runs)')
     if p.check == 'passed': return Finding(**f, status='ok', line=f'ok {p.entry} {p.label}: checks passed')
-    return Finding(**f, status='skipped', line=f'{p.entry} {p.label}: checks {p.check.replace("_", " ")}' + (' (simulated engine)' if p.provenance == 'simulated' else ''))
+    return Finding(**f, status='skipped', line=f'{p.entry} {p.label}: checks {p.check.replace("_", " ")}'
+                   + (' (simulated engine)' if p.provenance == 'simulated' else ''))
 
 def _errors(doc:dict) -> list[Finding]:
     "Findings of the runs that failed: a study that could not run, or a point that failed."
     return [Finding(entry=e['entry'], case=e['case'], kind='run', status='could_not_run' if e.get('fatal') else 'error',
-                    line=f"{'COULD NOT RUN' if e.get('fatal') else 'FAILED RUN'} {e['entry']} {e['case']}: {e['why']}") for e in doc.get('errors', [])]
+                    line=f"{'COULD NOT RUN' if e.get('fatal') else 'FAILED RUN'} {e['entry']} {e['case']}: {e['why']}")
+            for e in doc.get('errors', [])]
 
 def gate(current:dict, reference:dict|None, *, k:float|None=None, use_band:bool|None=None) -> list[Finding]:
-    "Every finding of batch `current` against batch `reference` (None: the checks and run errors only); noise pooled per study entry and metric."
+    """Every finding of batch `current` against batch `reference` (None: the checks and run errors only); noise pooled
+    per study entry and metric."""
     k = current.get('noise_k', 3.0) if k is None else k
     use_band = current.get('band', 'point') != 'none' if use_band is None else use_band
     cur, ref, nz = _points(current), {p.key: p for p in _points(reference)}, {}
@@ -240,21 +277,26 @@ def gate(current:dict, reference:dict|None, *, k:float|None=None, use_band:bool|
     for p in cur:
         r = ref.get(p.key)
         if not p.modelled:
-            out.append(Finding(entry=p.entry, case=p.case, kind='metric', status='skipped', line=f'{p.entry} {p.case}: not modelled by the simulator (no numbers)')); continue
+            out.append(Finding(entry=p.entry, case=p.case, kind='metric', status='skipped',
+                               line=f'{p.entry} {p.case}: not modelled by the simulator (no numbers)')); continue
         if r is None:
-            if reference is not None: out.append(Finding(entry=p.entry, case=p.case, kind='metric', status='skipped', line=f'new {p.entry} {p.case}: not in the reference'))
+            if reference is not None: out.append(Finding(entry=p.entry, case=p.case, kind='metric', status='skipped',
+                                                         line=f'new {p.entry} {p.case}: not in the reference'))
             continue
         for m in (x for x in METRICS if x in p.values or x in r.values):
             if (p.entry, m) not in nz:
-                nz[p.entry, m] = noise([q for q in ref.values() if q.entry == p.entry], [q for q in cur if q.entry == p.entry], m)
+                nz[p.entry, m] = noise([q for q in ref.values() if q.entry == p.entry],
+                                       [q for q in cur if q.entry == p.entry], m)
             out.append(judge(r, p, m, nz[p.entry, m], k=k, use_band=use_band))
     have = {p.key for p in cur}
-    out += [Finding(entry=r.entry, case=r.case, kind='metric', status='skipped', line=f'missing {r.entry} {r.case}: in the reference, not in this batch')
+    out += [Finding(entry=r.entry, case=r.case, kind='metric', status='skipped',
+                    line=f'missing {r.entry} {r.case}: in the reference, not in this batch')
             for key, r in ref.items() if key not in have and r.entry not in dead and r.modelled]
     return out
 
 def exit_code(findings:list[Finding]) -> int:
-    "0: all good; 1: a regression, a failed check or a failed point; 2: a study could not run (and nothing else failed)."
+    """0: all good; 1: a regression, a failed check or a failed point; 2: a study could not run (and nothing else
+    failed)."""
     if any(f.status in FAILING for f in findings): return 1
     return 2 if any(f.status == 'could_not_run' for f in findings) else 0
 
@@ -299,21 +341,26 @@ def md_table(df:pd.DataFrame) -> str:
                      + ['| ' + ' | '.join(map(cell, row)) + ' |' for row in r.itertuples(index=False)])
 
 def findings_table(findings:list[Finding]) -> pd.DataFrame:
-    "The judged metrics, one row each: entry, case, metric, reference, now, change (%), tolerance and its repeat band and noise parts, verdict."
+    """The judged metrics, one row each: entry, case, metric, reference, now, change (%), tolerance and its repeat band
+    and noise parts, verdict."""
     pm = lambda x: '' if x is None else f'\u00b1{100*x:.1f}%'
     rows = [dict(study=f.entry, point=f.case, metric=METRICS[f.metric][0], reference=f.reference, now=f.now,
-                 change_pct=None if f.change is None else 100*f.change, tolerance=pm(f.tolerance), band=pm(f.band), noise=pm(f.noise),
+                 change_pct=None if f.change is None else 100*f.change, tolerance=pm(f.tolerance), band=pm(f.band),
+                 noise=pm(f.noise),
                  verdict=f.status) for f in findings if f.kind == 'metric' and f.metric]
-    return pd.DataFrame(rows, columns=['study', 'point', 'metric', 'reference', 'now', 'change_pct', 'tolerance', 'band', 'noise', 'verdict'])
+    return pd.DataFrame(rows, columns=['study', 'point', 'metric', 'reference', 'now', 'change_pct', 'tolerance',
+                                       'band', 'noise', 'verdict'])
 
 # %% ../../nbs/06_studies/05_gate.ipynb #bb2431b0
 def _reference_line(reference:dict|None, accepting:bool=False) -> str:
     "Which batch the gate compared with, who accepted it and why (or that this batch becomes the first reference)."
     if not reference:
-        return ('Reference: none before this batch; it is accepted now as the first reference (`--accept`).' if accepting else
+        return ('Reference: none before this batch; it is accepted now as the first reference (`--accept`).'
+                if accepting else
                 'Reference: none (nothing to compare with; accept a batch with `--accept`).')
     a = reference.get('accepted') or {}
-    return (f"Reference: batch `{reference.get('batch')}`" + (f", accepted by {a.get('by')} on {a.get('at')}: \u201c{a.get('why')}\u201d" if a else '')
+    return (f"Reference: batch `{reference.get('batch')}`"
+            + (f", accepted by {a.get('by')} on {a.get('at')}: \u201c{a.get('why')}\u201d" if a else '')
             + (f" ({reference['source']})" if reference.get('source') else '') + '.')
 
 def _code_html(text:str) -> str:
@@ -321,18 +368,22 @@ def _code_html(text:str) -> str:
     return re.sub(r'`([^`]+)`', r'<code>\1</code>', html.escape(text))
 
 def markdown(current:dict, findings:list[Finding], reference:dict|None=None, *, accepting:bool=False) -> str:
-    "The batch's Markdown summary: verdict, reference, a line per failure, comparisons, every judged line, published vs reproduced, links."
+    """The batch's Markdown summary: verdict, reference, a line per failure, comparisons, every judged line, published
+    vs reproduced, links."""
     code = exit_code(findings)
     bad = [f.line for f in findings if f.status in (*FAILING, 'could_not_run')]
     unjudged = [f.line for f in findings if f.status == 'skipped' and f.line.startswith('NOT JUDGED')]
     sim = any(p.get('provenance') == 'simulated' for p in current.get('points', []))
-    out = [f"## Batch `{current.get('batch')}`: {VERDICTS[code]} (exit {code})", '', _reference_line(reference, accepting), '']
-    if sim: out += ['Numbers from the sim target are **simulated** (B200 timing from aiconfigurator, DynoSim replay, calibrated), never measured.', '']
+    out = [f"## Batch `{current.get('batch')}`: {VERDICTS[code]} (exit {code})", '', _reference_line(reference,
+        accepting), '']
+    if sim: out += ['Numbers from the sim target are **simulated** (B200 timing from aiconfigurator, DynoSim replay, '
+                    'calibrated), never measured.', '']
     out += ['### Regressions and failures', ''] + ([f'- {l}' for l in bad] or ['None.']) + ['']
     if unjudged: out += [f'### Not judged ({len(unjudged)})', ''] + [f'- {l}' for l in unjudged] + ['']
     out += ['### Every comparison', '', md_table(findings_table(findings)), '']
     judged = [f.line for f in findings if f.kind == 'metric' and f.tolerance is not None]
-    if judged: out += ['<details><summary>How each tolerance was set (every judged line)</summary>', '', *[f'- {l}' for l in judged], '',
+    if judged: out += ['<details><summary>How each tolerance was set (every judged line)</summary>', '', *[f'- {l}'
+            for l in judged], '',
                        '</details>', '']
     for e, rows in (current.get('published') or {}).items():
         out += [f'### Published vs reproduced: {e}', '', md_table(pd.DataFrame(rows)), '']
@@ -341,10 +392,12 @@ def markdown(current:dict, findings:list[Finding], reference:dict|None=None, *, 
     return '\n'.join(out)
 
 # %% ../../nbs/06_studies/05_gate.ipynb #2e3e4cc7
-CHART_PX, LABEL_PX, FONT_PX, ROW_PX = 1200, 330, 12, 24   # the chart's width (its PNG at scale 1), the point names' column, text size, one row
+# the chart's width (its PNG at scale 1), the point names' column, text size, one row
+CHART_PX, LABEL_PX, FONT_PX, ROW_PX = 1200, 330, 12, 24
 
 def _row_labels(names:list[str], limit:int=46) -> list[str]:
-    "`names` cut to `limit` characters in the middle (the start and the '@c8' or 'SLA max' end stay), each still distinct."
+    """`names` cut to `limit` characters in the middle (the start and the '@c8' or 'SLA max' end stay), each still
+    distinct."""
     out, seen = [], set()
     for s in names:
         t = s if len(s) <= limit else s[:limit - 19] + '\u2026' + s[-18:]
@@ -354,49 +407,66 @@ def _row_labels(names:list[str], limit:int=46) -> list[str]:
     return out
 
 def _chart_rows(findings:list[Finding]) -> pd.DataFrame:
-    "One row per judged metric of a point: its label (the entry only when there are several), the worse-is-positive change and the tolerance, in %."
-    fs = [f for f in findings if f.kind == 'metric' and f.change is not None and f.tolerance is not None and math.isfinite(f.change)]
+    """One row per judged metric of a point: its label (the entry only when there are several), the worse-is-positive
+    change and the tolerance, in %."""
+    fs = [f for f in findings if f.kind == 'metric' and f.change is not None and f.tolerance is not None
+          and math.isfinite(f.change)]
     multi, rows = len({f.entry for f in fs}) > 1, []
     for m, (name, better, _) in METRICS.items():
         mine = [f for f in fs if f.metric == m]
         labels = _row_labels([f'{f.entry} {f.case}' if multi else f.case for f in mine])
-        rows += [dict(point=l, full=f'{f.entry} {f.case}', metric=name, verdict=f.status, lo=-100*f.tolerance, hi=100*f.tolerance,
+        rows += [dict(point=l, full=f'{f.entry} {f.case}', metric=name, verdict=f.status, lo=-100*f.tolerance, hi=100
+                      *f.tolerance,
                       worse=100*(-f.change if better == 'higher' else f.change)) for l, f in zip(labels, mine)]
     return pd.DataFrame(rows, columns=['point', 'full', 'metric', 'verdict', 'lo', 'hi', 'worse'])
 
 def gate_chart(findings:list[Finding], *, title:str='Each point against the reference'):
-    """Worse-is-positive change of every judged metric (bars, coloured by verdict) within its tolerance (grey), a panel per metric and a
+    """Worse-is-positive change of every judged metric (bars, coloured by verdict) within its tolerance (grey), a panel
+    per metric and a
     row per point, `CHART_PX` wide at scale 1 with `FONT_PX` text."""
     alt, d = load_altair(), _chart_rows(findings)
-    y = alt.Y('point:N', title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_PX - 12, minExtent=LABEL_PX, maxExtent=LABEL_PX))
-    x = alt.X('worse:Q', title='change in the direction that hurts (%); grey: the tolerance', axis=alt.Axis(tickCount=6, labelOverlap='greedy'))
+    y = alt.Y('point:N', title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_PX - 12, minExtent=LABEL_PX,
+                                                              maxExtent=LABEL_PX))
+    x = alt.X('worse:Q', title='change in the direction that hurts (%); grey: the tolerance',
+              axis=alt.Axis(tickCount=6, labelOverlap='greedy'))
     colors = alt.Scale(domain=['regression', 'ok', 'improved'], range=['#E45756', '#9D9D9D', '#54A24B'])
     band = alt.Chart().mark_bar(color='#000000', opacity=0.12, size=ROW_PX - 4).encode(x='lo:Q', x2='hi:Q', y=y)
     color = alt.Color('verdict:N', scale=colors, legend=alt.Legend(orient='top', title=None))
-    bars = alt.Chart().mark_bar(size=ROW_PX - 12).encode(x=x, y=y, color=color, tooltip=['full', 'metric', 'verdict', 'worse', 'hi'])
+    bars = alt.Chart().mark_bar(size=ROW_PX - 12).encode(x=x, y=y, color=color, tooltip=['full', 'metric', 'verdict',
+                                                                                         'worse', 'hi'])
     zero = alt.Chart().mark_rule(color='#333333').encode(x=alt.datum(0))
-    header = alt.Header(labelAngle=0, labelOrient='top', labelAnchor='start', labelFontSize=FONT_PX + 1, labelFontWeight='bold')
+    header = alt.Header(labelAngle=0, labelOrient='top', labelAnchor='start', labelFontSize=FONT_PX + 1,
+                        labelFontWeight='bold')
     return (alt.layer(band, bars, zero).properties(width=CHART_PX - LABEL_PX - 12, height=alt.Step(ROW_PX))
             .facet(row=alt.Row('metric:N', title=None, sort=[m[0] for m in METRICS.values()], header=header), data=d)
-            .resolve_scale(x='independent', y='independent').properties(title=alt.Title(title, fontSize=FONT_PX + 3, anchor='start'))
+            .resolve_scale(x='independent', y='independent').properties(title=alt.Title(title, fontSize=FONT_PX + 3,
+                                                                                        anchor='start'))
             .configure_axis(labelFontSize=FONT_PX, titleFontSize=FONT_PX).configure_legend(labelFontSize=FONT_PX))
 
 def save_gate_chart(findings:list[Finding], stem, *, title:str='Each point against the reference') -> list[Path]:
-    "Write `gate_chart` as `<stem>.png` (at scale 1: `CHART_PX` wide, shown as it is in the HTML report) and `<stem>.svg`."
-    return report.save_chart(gate_chart(findings, title=title), stem, scale=1)
+    """Write `gate_chart` as `<stem>.png` (at scale 1: `CHART_PX` wide, shown as it is in the HTML report) and
+    `<stem>.svg`."""
+    return save_chart(gate_chart(findings, title=title), stem, scale=1)
 
 def html_page(current:dict, findings:list[Finding], reference:dict|None=None, *, chart:Path|None=None,
               reports:dict[str, str]|None=None, accepting:bool=False) -> str:
-    "The batch's offline HTML report: verdict, reference, failures, the chart, every comparison, published vs reproduced, links."
+    """The batch's offline HTML report: verdict, reference, failures, the chart, every comparison, published vs
+    reproduced, links."""
     code, esc = exit_code(findings), html.escape
     bad = [f.line for f in findings if f.status in (*FAILING, 'could_not_run')]
-    img = f'<img alt="gate" src="data:image/png;base64,{base64.b64encode(Path(chart).read_bytes()).decode()}">' if chart and Path(chart).exists() else ''
-    body = [f"<h1>Batch {esc(str(current.get('batch')))}: {VERDICTS[code]} (exit {code})</h1>", f'<p>{_code_html(_reference_line(reference, accepting))}</p>',
+    img = (f'<img alt="gate" src="data:image/png;base64,{base64.b64encode(Path(chart).read_bytes()).decode()}">'
+           if chart and Path(chart).exists() else '')
+    body = [f"<h1>Batch {esc(str(current.get('batch')))}: {VERDICTS[code]} (exit {code})</h1>",
+            f'<p>{_code_html(_reference_line(reference, accepting))}</p>',
             '<h2>Regressions and failures</h2>', ''.join(f'<p>{_code_html(l)}</p>' for l in bad) or '<p>None.</p>', img,
             '<h2>Every comparison</h2>', html_table(findings_table(findings))]
-    body += [f'<h2>Published vs reproduced: {esc(e)}</h2>{html_table(pd.DataFrame(rows))}' for e, rows in (current.get('published') or {}).items()]
+    body += [f'<h2>Published vs reproduced: {esc(e)}</h2>{html_table(pd.DataFrame(rows))}' for e,
+             rows in (current.get('published') or {}).items()]
     links = {**(current.get('links') or {}), **(reports or {})}
     body += ['<h2>Links</h2>'] + [f'<p>{esc(k)}: <a href="{esc(v)}">{esc(v)}</a></p>' for k, v in links.items()]
-    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Batch {esc(str(current.get('batch')))}</title>"
-            f"<style>body{{font-family:sans-serif;max-width:1200px;margin:24px auto;padding:0 16px}}table{{border-collapse:collapse;font-size:12px}}"
-            f"td,th{{padding:3px 8px;border-bottom:1px solid #eee;text-align:left}}img{{max-width:100%}}</style></head><body>{''.join(body)}</body></html>")
+    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Batch "
+            f"{esc(str(current.get('batch')))}</title>"
+            "<style>body{font-family:sans-serif;max-width:1200px;margin:24px auto;padding:0 16px}"
+            "table{border-collapse:collapse;font-size:12px}"
+            "td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:left}img{max-width:100%}</style></head>"
+            f"<body>{''.join(body)}</body></html>")

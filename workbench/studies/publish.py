@@ -9,19 +9,26 @@ from pathlib import Path
 import pandas as pd
 from ..domain.recipes import Recipe
 from ..tracking import runs as tracking, naming as layout
+from ..tracking.query import study_runs
 from . import report
-from .study import StudyOutcome, results_table, best_per_group, published_vs_reproduced, excluded_table, summary_text, study_deltas, study_findings
+from .study import StudyOutcome
+from .outcome import (results_table, best_per_group, published_vs_reproduced, excluded_table,
+                                       summary_text, study_deltas,
+                                       study_findings)
 from . import findings as fd
+from ..domain.metrics import COL_GPU_TPS, COL_TTFT, COL_USER_TPS
+
 
 # %% auto #0
 __all__ = ['CHARTS', 'summary_metrics', 'point_runs', 'html_table', 'html_report', 'publish_study']
 
 # %% ../../nbs/06_studies/03_publish.ipynb #4982da84
 def summary_metrics(out:StudyOutcome, best:pd.DataFrame) -> dict[str, float]:
-    "The parent run's metrics: per group the best tok/s/GPU under the SLA and its % change vs the recipe, and the point counts."
+    """The parent run's metrics: per group the best tok/s/GPU under the SLA and its % change vs the recipe, and the
+    point counts."""
     ms = {'points.ran': out.ran, 'points.reused': out.reused, 'points.failed': len(out.failed)}
     for _, b in best.iterrows():
-        if b.get('best_variant') is None or pd.isna(b.get('output_tok_s_per_gpu')): continue
+        if b.get('best_variant') is None or pd.isna(b.get(COL_GPU_TPS)): continue
         ms[f'best.{b.group}.output_token_throughput_per_gpu'] = round(float(b.output_tok_s_per_gpu), 2)
         if pd.notna(b.get('delta_pct')): ms[f'best.{b.group}.delta_pct'] = round(float(b.delta_pct), 2)
     return {k: float(v) for k, v in ms.items()}
@@ -30,76 +37,103 @@ def summary_metrics(out:StudyOutcome, best:pd.DataFrame) -> dict[str, float]:
 def point_runs(out:StudyOutcome) -> dict[tuple[str, int], str]:
     "Child run id of each (variant hash, concurrency) of the study (the newest when a point ran more than once)."
     if not out.run_id: return {}
-    runs = tracking.study_runs(out.model, out.study, tracking_uri=out.tracking_uri, status=None)
+    runs = study_runs(out.model, out.study, tracking_uri=out.tracking_uri, status=None)
     if runs.empty: return {}
-    runs = runs.assign(start=[tracking.client(out.tracking_uri).get_run(r).info.start_time for r in runs.run_id]).sort_values('start')
+    runs = runs.assign(start=[tracking.client(out.tracking_uri).get_run(r).info.start_time
+                              for r in runs.run_id]).sort_values('start')
     return {(h, int(c)): rid for h, c, rid in zip(runs.variant_hash, runs.concurrency, runs.run_id)}
 
 # %% ../../nbs/06_studies/03_publish.ipynb #838aeb02
 CHARTS = ('pareto', 'published_vs_reproduced', 'group_deltas', 'overlap_vs_reuse')
-_CSS = ('body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:24px auto;max-width:1200px;color:#222;padding:0 16px}'
+_CSS = ('body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:24px '
+        'auto;max-width:1200px;color:#222;padding:0 16px}'
         'h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}'
         '.banner{background:#FFF4E5;border-left:4px solid #F58518;padding:8px 12px;margin:12px 0}'
-        'table{border-collapse:collapse;font-size:12px;margin:6px 0}th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:left}'
+        'table{border-collapse:collapse;font-size:12px;margin:6px 0}'
+        'th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:left}'
         'th{background:#f6f6f6}.n{text-align:right}img{max-width:100%;margin:10px 0;border:1px solid #eee}'
-        '.tw{overflow-x:auto}pre{background:#f8f8f8;padding:10px;overflow-x:auto;font-size:12px}.muted{color:#666;font-size:12px}')
+        '.tw{overflow-x:auto}pre{background:#f8f8f8;padding:10px;overflow-x:auto;font-size:12px}'
+        '.muted{color:#666;font-size:12px}')
 
 def html_table(df:pd.DataFrame, *, links:list[str|None]|None=None, link_text:str='MLflow run') -> str:
     "`df` (rounded by `report.rounded`) as an escaped HTML table, with a link column when `links` is given."
     r = report.rounded(df)
-    num = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) or c == 'band' for c in df.columns if c in r.columns]
+    num = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) or c == 'band'
+           for c in df.columns if c in r.columns]
     cls = lambda n: ' class="n"' if n else ''
-    brk = lambda x, at: html.escape(str(x)).replace(at, at + '<wbr>')     # long names may break after _ (headers) or , (values)
-    head = ''.join(f'<th{cls(n)}>{brk(c, "_")}</th>' for c, n in zip(r.columns, num)) + ('<th>run</th>' if links is not None else '')
+    # long names may break after _ (headers) or , (values)
+    brk = lambda x, at: html.escape(str(x)).replace(at, at + '<wbr>')
+    head = ''.join(f'<th{cls(n)}>{brk(c, "_")}</th>' for c,
+                   n in zip(r.columns, num)) + ('<th>run</th>' if links is not None else '')
     rows = []
     for i, (_, row) in enumerate(r.iterrows()):
         cells = ''.join(f'<td{cls(n)}>{brk(v, ",")}</td>' for v, n in zip(row, num))
-        if links is not None: cells += f'<td><a href="{html.escape(links[i])}">{link_text}</a></td>' if links[i] else '<td></td>'
+        if links is not None: cells += (f'<td><a href="{html.escape(links[i])}">{link_text}</a></td>' if links[i]
+                                        else '<td></td>')
         rows.append(f'<tr>{cells}</tr>')
-    return f'<div class="tw"><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>' if len(r) else '<p class="muted">(none)</p>'
+    return (f'<div class="tw"><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+            if len(r) else '<p class="muted">(none)</p>')
 
 def _img(path:Path) -> str:
     "An <img> with the PNG at `path` embedded."
-    return f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()}">'
+    return (f'<img alt="{html.escape(path.stem)}" '
+            f'src="data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()}">')
 
 # %% ../../nbs/06_studies/03_publish.ipynb #129edf82
 def _findings_html(out:StudyOutcome, pvr:pd.DataFrame, lines:list[str]) -> str:
-    "The Findings table and the Reproduction block (misses and contradicted orders) of the report, from `workbench.studies.findings`."
+    """The Findings table and the Reproduction block (misses and contradicted orders) of the report, from
+    `workbench.studies.findings`."""
     f, rep = fd.findings_table(study_deltas(out)), fd.reproduction_table(pvr)
     miss = rep[rep.verdict == 'outside its band'] if len(rep) else rep
     orders = [l.strip() for l in lines if l.strip().startswith('CONTRADICTS ')]
-    return (f'<p>{html.escape(lines[0])}</p>' + (html_table(f.drop(columns=['rests_on'])) + f'<p class="muted">{html.escape(lines[len(f) + 1])}</p>'
-            if len(f) else f'<p class="muted">{html.escape(lines[1].strip())}</p>')
+    return (f'<p>{html.escape(lines[0])}</p>'
+            + (html_table(f.drop(columns=['rests_on'])) + f'<p class="muted">{html.escape(lines[len(f) + 1])}</p>'
+               if len(f) else f'<p class="muted">{html.escape(lines[1].strip())}</p>')
             + f'<h3>Reproduction</h3><p>{html.escape(next(l for l in lines if l.startswith("Reproduction:")))}</p>'
-            + (html_table(miss[[c for c in ('label', 'topology', 'concurrency', 'metric', 'published', 'reproduced', 'ratio', 'band', 'verdict')
-                                if c in miss.columns]]) if len(miss) else '')
+            + (html_table(miss[[c for c in ('label', 'topology', 'concurrency', 'metric', 'published', 'reproduced',
+                                            'ratio', 'band', 'verdict') if c in miss.columns]]) if len(miss) else '')
             + ''.join(f'<p><b>{html.escape(o)}</b></p>' for o in orders))
 
-def html_report(out:StudyOutcome, recipe:Recipe, folder, *, summary:str, pvr:pd.DataFrame, best:pd.DataFrame, table:pd.DataFrame,
+def html_report(out:StudyOutcome, recipe:Recipe, folder, *, summary:str, pvr:pd.DataFrame, best:pd.DataFrame,
+                table:pd.DataFrame,
                 links:dict|None=None, findings:list[str]|None=None) -> str:
-    """The study's self-contained HTML report (findings, summary, published vs reproduced, best per group, charts, every point with its
+    """The study's self-contained HTML report (findings, summary, published vs reproduced, best per group, charts,
+    every point with its
     MLflow link, exclusions); `findings`: the study's `study_findings` lines when the caller has them."""
     ui = layout.ui_base(out.tracking_uri or tracking.tracking_uri())
     runs = links or {}
-    url = lambda h, c: layout.run_url(ui, out.experiment_id, runs[(h, int(c))]) if (h, int(c)) in runs and out.experiment_id else None
-    pts = table.sort_values(['group', 'label', 'concurrency'], key=lambda s: s.map(report._group_rank) if s.name == 'group' else s)
-    cols = ['label', 'group', 'topology', 'concurrency', 'output_tok_s_per_gpu', 'user_tok_s', 'ttft_p50_ms', 'sla_passed', 'provenance', 'band', 'check']
-    src = report.source_line(table, basis=next((r.band_basis for r in out.results if r.band_basis), '')) if len(table) else ''
-    where = (f'<p>The study\u2019s runs in MLflow: <a href="{html.escape(layout.view_url(ui, out.experiment_id, out.study))}">runs table</a>'
-             + (' (start the UI with <code>workbench ui</code>)' if tracking.sqlite_path(out.tracking_uri or '') else '')
-             + '</p>') if out.experiment_id else ''
-    charts = ''.join(f'<h3>{html.escape(n.replace("_", " "))}</h3>{_img(Path(folder)/f"{n}.png")}' for n in CHARTS if (Path(folder)/f'{n}.png').exists())
+    url = lambda h, c: layout.run_url(ui, out.experiment_id,
+                                      runs[(h, int(c))]) if (h, int(c)) in runs and out.experiment_id else None
+    pts = table.sort_values(['group', 'label', 'concurrency'],
+                            key=lambda s: s.map(report._group_rank) if s.name == 'group' else s)
+    cols = ['label', 'group', 'topology', 'concurrency', COL_GPU_TPS, COL_USER_TPS, COL_TTFT, 'sla_passed',
+            'provenance', 'band', 'check']
+    src = report.source_line(table, basis=next((r.band_basis for r in out.results if r.band_basis),
+                                               '')) if len(table) else ''
+    where = ('<p>The study\u2019s runs in MLflow: <a '
+             f'href="{html.escape(layout.view_url(ui, out.experiment_id, out.study))}">runs table</a>'
+             + (' (start the UI with <code>workbench ui</code>)' if tracking.sqlite_path(out.tracking_uri or '')
+                else '') + '</p>') if out.experiment_id else ''
+    charts = ''.join(f'<h3>{html.escape(n.replace("_", " "))}</h3>{_img(Path(folder)/f"{n}.png")}' for n in CHARTS
+                     if (Path(folder)/f'{n}.png').exists())
     body = [f'<h1>{html.escape(recipe.display_name)} study {html.escape(out.study)} on {html.escape(out.target)}</h1>',
             f'<div class="banner">{html.escape(src)}</div>' if src else '', where,
-            '<h2>Findings</h2>', _findings_html(out, pvr, findings if findings is not None else study_findings(out, pvr)),
+            '<h2>Findings</h2>',
+            _findings_html(out, pvr, findings if findings is not None else study_findings(out, pvr)),
             '<h2>Summary</h2>', f'<pre>{html.escape(summary)}</pre>',
-            '<h2>Published vs reproduced</h2>', html_table(pvr[[c for c in ('label', 'topology', 'concurrency', 'metric', 'published', 'reproduced', 'ratio', 'provenance', 'band', 'note') if c in pvr.columns]]),
+            '<h2>Published vs reproduced</h2>', html_table(pvr[[c for c in ('label', 'topology', 'concurrency',
+                                                                            'metric', 'published', 'reproduced',
+                                                                                    'ratio', 'provenance', 'band',
+            'note') if c in pvr.columns]]),
             '<h2>Best per setting group under the SLA</h2>', html_table(best.drop(columns=['target'], errors='ignore')),
             '<h2>Charts</h2>', charts or '<p class="muted">(no chart)</p>',
-            '<h2>Every point</h2>', html_table(pts[[c for c in cols if c in pts.columns]], links=[url(h, c) for h, c in zip(pts.variant_hash, pts.concurrency)]),
+            '<h2>Every point</h2>', html_table(pts[[c for c in cols if c in pts.columns]], links=[url(h, c) for h,
+                c in zip(pts.variant_hash, pts.concurrency)]),
             '<h2>Excluded</h2>', html_table(excluded_table(out)),
-            f'<p class="muted">Written by the workbench on {time.strftime("%Y-%m-%d %H:%M:%S %Z")}; MLflow store {html.escape(str(out.tracking_uri))}.</p>']
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(recipe.display_name)} study {html.escape(out.study)}</title>'
+            f'<p class="muted">Written by the workbench on {time.strftime("%Y-%m-%d %H:%M:%S %Z")}; MLflow store '
+            f'{html.escape(str(out.tracking_uri))}.</p>']
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(recipe.display_name)} '
+            f'study {html.escape(out.study)}</title>'
             f'<style>{_CSS}</style></head><body>{"".join(body)}</body></html>')
 
 # %% ../../nbs/06_studies/03_publish.ipynb #0ff0445b
@@ -111,19 +145,24 @@ def _json_frame(df:pd.DataFrame) -> pd.DataFrame:
     return d.astype(object).where(d.notna(), None)
 
 def publish_study(out:StudyOutcome, recipe:Recipe, folder, *, summary:str|None=None) -> dict:
-    "Write `summary.txt` and `report.html` into `folder` and log them, the tables, the charts' files and summary metrics to the study's parent run."
+    """Write `summary.txt` and `report.html` into `folder` and log them, the tables, the charts' files and summary
+    metrics to the study's parent run."""
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
     pvr, best, table = published_vs_reproduced(out, recipe), best_per_group(out), results_table(out)
     summary = summary or summary_text(out, recipe, pvr, best)
     (folder/'summary.txt').write_text(summary)
     page = folder/'report.html'
-    lines = study_findings(out, pvr)                     # the Findings and Reproduction blocks, once, for the report and MLflow
-    page.write_text(html_report(out, recipe, folder, summary=summary, pvr=pvr, best=best, table=table, links=point_runs(out), findings=lines))
+    # the Findings and Reproduction blocks, once, for the report and MLflow
+    lines = study_findings(out, pvr)
+    page.write_text(html_report(out, recipe, folder, summary=summary, pvr=pvr, best=best, table=table,
+                                links=point_runs(out), findings=lines))
     if out.run_id:
         c = tracking.client(out.tracking_uri)
-        keep = ['label', 'group', 'topology', 'concurrency', 'output_tok_s_per_gpu', 'user_tok_s', 'ttft_p50_ms', 'sla_passed', 'provenance', 'band', 'check', 'variant_hash']
-        tracking._retry(c.log_table, out.run_id, _json_frame(table[[k for k in keep if k in table.columns]]), 'tables/results.json')
-        if len(best): tracking._retry(c.log_table, out.run_id, _json_frame(best), 'tables/best_per_group.json')
+        keep = ['label', 'group', 'topology', 'concurrency', COL_GPU_TPS, COL_USER_TPS, COL_TTFT, 'sla_passed',
+                'provenance', 'band', 'check', 'variant_hash']
+        tracking.retry(c.log_table, out.run_id, _json_frame(table[[k for k in keep if k in table.columns]]),
+                        'tables/results.json')
+        if len(best): tracking.retry(c.log_table, out.run_id, _json_frame(best), 'tables/best_per_group.json')
         tracking.log_files(c, out.run_id, [folder/'summary.txt', page], 'report')
         head = summary.split('\n\n')[0]
         note = '\n'.join([head, '', *lines, '', 'Report: report/report.html; summary: report/summary.txt.'])

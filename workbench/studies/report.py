@@ -4,63 +4,72 @@
 
 # %% ../../nbs/06_studies/00_report.ipynb #6b89f6a3
 from __future__ import annotations
-import json, math, os, re, struct, sys, textwrap
-from pathlib import Path
+import math, re, textwrap
 import pandas as pd
-from ..base.core import WorkbenchError, CHART_RENDERER, load_altair, content_hash, runs_root, unique_tmp
+from ..base.core import WorkbenchError, load_altair, content_hash
 from ..domain.results import BenchResult, SLA, sla_verdict, band_words, is_finding
 from ..domain.variants import GROUPS
 from ..tracking.naming import label as variant_label
-from ..tracking.runs import provenance_of, log_files, StudyRun
+from ..tracking.runs import provenance_of
+from ..domain.metrics import COL_GPU_TPS, COL_TTFT, COL_USER_TPS, GPU_TPS, ITL, OUTPUT_TPS, TTFT, TTFT_P50
 
 # %% auto #0
 __all__ = ['COLUMNS', 'HIDDEN', 'TERMINAL_WIDTH', 'SHORT_HEADERS', 'GROUP_COLORS', 'OTHER_COLORS', 'SHAPES', 'DASHES', 'ORDER',
            'PROVENANCE_COLORS', 'results_frame', 'parse_band', 'frame_from_runs', 'sla_best', 'group_deltas',
            'summary_table', 'published_table', 'rounded', 'table', 'provenance_line', 'short_published', 'text_table',
-           'styles', 'source_line', 'frontier', 'pareto_chart', 'published_chart', 'deltas_chart', 'rendered',
-           'save_chart', 'png_renderer', 'log_charts', 'static_charts', 'study_charts']
+           'styles', 'source_line', 'frontier', 'pareto_chart', 'published_chart', 'deltas_chart']
 
 # %% ../../nbs/06_studies/00_report.ipynb #fbb5598b
-COLUMNS = ('model', 'variant', 'label', 'group', 'target', 'concurrency', 'output_tok_s_per_gpu', 'user_tok_s', 'ttft_p50_ms',
+COLUMNS = ('model', 'variant', 'label', 'group', 'target', 'concurrency', COL_GPU_TPS, COL_USER_TPS, COL_TTFT,
            'sla_passed', 'provenance', 'band', 'modelled')
 
 def _group(r:BenchResult, groups:dict|None) -> str:
     "Setting group of `r`'s variant: `groups[variant]`, else `r.extra['group']`, else the variant name."
     return (groups or {}).get(r.variant) or r.extra.get('group') or r.variant
 
-def results_frame(results:list[BenchResult], sla:SLA, *, groups:dict[str, str]|None=None, labels:dict[str, str]|None=None) -> pd.DataFrame:
-    "One row per result with the columns in `COLUMNS` (plus engine, total_gpus, itl_p50_ms); `labels` maps variant -> label."
+def results_frame(results:list[BenchResult], sla:SLA, *, groups:dict[str, str]|None=None,
+                  labels:dict[str, str]|None=None) -> pd.DataFrame:
+    """One row per result with the columns in `COLUMNS` (plus engine, total_gpus, itl_p50_ms); `labels` maps variant ->
+    label."""
     rows = []
     for r in results:
         v = sla_verdict(r, sla)
-        rows.append(dict(model=r.model, variant=r.variant, label=(labels or {}).get(r.variant) or variant_label(None, None, r.variant),
-                         group=_group(r, groups), target=r.target, concurrency=r.concurrency, output_tok_s_per_gpu=r.output_tok_s_per_gpu,
-                         user_tok_s=v.user_tok_s, ttft_p50_ms=r.value('time_to_first_token', 'p50'), sla_passed=v.passed if r.modelled else None,
-                         provenance=provenance_of(r), band=r.error_band.get('output_token_throughput', math.nan), modelled=r.modelled,
-                         engine=r.engine, total_gpus=r.total_gpus, itl_p50_ms=r.value('inter_token_latency', 'p50')))
+        rows.append(dict(model=r.model, variant=r.variant,
+                         label=(labels or {}).get(r.variant) or variant_label(None, None, r.variant),
+                         group=_group(r, groups), target=r.target, concurrency=r.concurrency,
+                         output_tok_s_per_gpu=r.output_tok_s_per_gpu,
+                         user_tok_s=v.user_tok_s, ttft_p50_ms=r.value(TTFT, 'p50'),
+                         sla_passed=v.passed if r.modelled else None,
+                         provenance=provenance_of(r), band=r.error_band.get(OUTPUT_TPS, math.nan), modelled=r.modelled,
+                         engine=r.engine, total_gpus=r.total_gpus, itl_p50_ms=r.value(ITL, 'p50')))
     return pd.DataFrame(rows, columns=[*COLUMNS, 'engine', 'total_gpus', 'itl_p50_ms'])
 
 # %% ../../nbs/06_studies/00_report.ipynb #748eeb51
 def parse_band(text) -> float:
-    "The tok/s/GPU band of a `workbench.error_band` tag ('tok/s/GPU -15%/+18%, TTFT -20%/+25%' -> 0.18; older tags '\u00b118%'), NaN when none."
+    """The tok/s/GPU band of a `workbench.error_band` tag ('tok/s/GPU -15%/+18%, TTFT -20%/+25%' -> 0.18; older tags
+    '\u00b118%'), NaN when none."""
     m = re.search(r'tok/s/GPU (?:\u00b1|-[\d.]+%/\+)([\d.]+)%', str(text or ''))
     return float(m.group(1))/100 if m else math.nan
 
 def frame_from_runs(runs:pd.DataFrame) -> pd.DataFrame:
     "The results frame of MLflow child runs (a `tracking.study_runs` DataFrame)."
     def col(name, default=None): return runs[name] if name in runs.columns else pd.Series(default, index=runs.index)
-    return pd.DataFrame(dict(model=col('tags.workbench.model'), variant=col('variant'), label=col('run_name', '').fillna('').str.replace(r' @c\d+$', '', regex=True),
+    return pd.DataFrame(dict(model=col('tags.workbench.model'), variant=col('variant'),
+                             label=col('run_name', '').fillna('').str.replace(r' @c\d+$', '', regex=True),
                              group=col('group'), target=col('target'), concurrency=col('concurrency'),
-                             output_tok_s_per_gpu=col('metrics.output_token_throughput_per_gpu'), user_tok_s=col('metrics.sla.user_tok_s'),
-                             ttft_p50_ms=col('metrics.time_to_first_token.p50'), sla_passed=col('metrics.sla.passed', 0.0).fillna(0.0) == 1.0,
+                             output_tok_s_per_gpu=col(f'metrics.{GPU_TPS}'), user_tok_s=col('metrics.sla.user_tok_s'),
+                             ttft_p50_ms=col(f'metrics.{TTFT_P50}'), sla_passed=col('metrics.sla.passed',
+                                                                                    0.0).fillna(0.0) == 1.0,
                              provenance=col('provenance'), band=col('tags.workbench.error_band', '').map(parse_band),
-                             modelled=col('tags.workbench.modelled', 'true').fillna('true') != 'false')).reset_index(drop=True)
+                             modelled=col('tags.workbench.modelled',
+                                          'true').fillna('true') != 'false')).reset_index(drop=True)
 
 # %% ../../nbs/06_studies/00_report.ipynb #e6ebd53c
 def _need(df:pd.DataFrame, cols, op:str):
     "Fail with the missing column names when `df` lacks any of `cols`."
     miss = [c for c in cols if c not in df.columns]
-    if miss: raise WorkbenchError(f'the frame has no column(s) {miss}', op, f'build it with results_frame() or frame_from_runs(); it needs {list(cols)}')
+    if miss: raise WorkbenchError(f'the frame has no column(s) {miss}', op,
+                                  f'build it with results_frame() or frame_from_runs(); it needs {list(cols)}')
 
 def sla_best(df:pd.DataFrame) -> pd.DataFrame:
     "The SLA-best point of each (target, variant): highest tok/s/GPU among modelled points that pass."
@@ -75,7 +84,8 @@ def group_deltas(df:pd.DataFrame, reference:str='recipe') -> pd.DataFrame:
     b = sla_best(df)
     ref = b[b.variant == reference].set_index('target').output_tok_s_per_gpu
     variants = df.drop_duplicates(['target', 'variant'])[['model', 'target', 'variant', 'label', 'group', 'modelled']]
-    out = variants.merge(b[['target', 'variant', 'concurrency', 'output_tok_s_per_gpu', 'user_tok_s', 'ttft_p50_ms', 'provenance', 'band']],
+    out = variants.merge(b[['target', 'variant', 'concurrency', COL_GPU_TPS, COL_USER_TPS, COL_TTFT, 'provenance',
+                            'band']],
                          on=['target', 'variant'], how='left')
     out['reference_tok_s_per_gpu'] = out.target.map(ref)
     out['delta_pct'] = 100*(out.output_tok_s_per_gpu/out.reference_tok_s_per_gpu - 1)
@@ -83,7 +93,8 @@ def group_deltas(df:pd.DataFrame, reference:str='recipe') -> pd.DataFrame:
 
 # %% ../../nbs/06_studies/00_report.ipynb #49de784d
 def summary_table(df:pd.DataFrame, reference:str='recipe') -> pd.DataFrame:
-    "Best variant per (target, group) under the SLA, with its point, its % change against `reference` and how many variants were not modelled."
+    """Best variant per (target, group) under the SLA, with its point, its % change against `reference` and how many
+    variants were not modelled."""
     d = group_deltas(df, reference)
     rows = []
     for (target, group), g in d.groupby(['target', 'group'], sort=False):
@@ -91,17 +102,19 @@ def summary_table(df:pd.DataFrame, reference:str='recipe') -> pd.DataFrame:
         best = ok.loc[ok.output_tok_s_per_gpu.idxmax()] if len(ok) else None
         rows.append(dict(target=target, group=group, best_variant=None if best is None else best.label,
                          concurrency=None if best is None else int(best.concurrency),
-                         **{k: None if best is None else best[k] for k in ('output_tok_s_per_gpu', 'user_tok_s', 'ttft_p50_ms', 'delta_pct', 'provenance', 'band')},
+                         **{k: None if best is None else best[k] for k in (COL_GPU_TPS, COL_USER_TPS, COL_TTFT,
+                                                                           'delta_pct', 'provenance', 'band')},
                          variants=len(g), meeting_sla=len(ok), not_modelled=int((~g.modelled.astype(bool)).sum())))
     return pd.DataFrame(rows)
 
 # %% ../../nbs/06_studies/00_report.ipynb #a1c03387
-def published_table(df:pd.DataFrame, metric:str='output_tok_s_per_gpu') -> pd.DataFrame:
+def published_table(df:pd.DataFrame, metric:str=COL_GPU_TPS) -> pd.DataFrame:
     "Published vs reproduced `metric` per (model, variant, concurrency, target), with the ratio."
     _need(df, [*COLUMNS, metric], 'compare with published numbers')
     on = ['model', 'variant', 'concurrency']
     pub = df[df.provenance == 'published'][on + [metric]].rename(columns={metric: 'published'})
-    rep = df[df.provenance != 'published'][on + ['label', 'target', 'provenance', 'band', metric]].rename(columns={metric: 'reproduced'})
+    rep = df[df.provenance != 'published'][on + ['label', 'target', 'provenance', 'band',
+                                                 metric]].rename(columns={metric: 'reproduced'})
     t = pub.merge(rep, on=on, how='inner')
     t['ratio'] = t.reproduced/t.published
     return t[[*on, 'label', 'target', 'published', 'reproduced', 'ratio', 'provenance', 'band']].reset_index(drop=True)
@@ -111,10 +124,15 @@ HIDDEN = ('model', 'variant_hash', 'engine', 'total_gpus', 'base', 'modelled')
 
 def _fmt_for(col:str):
     "A formatter for column `col`, chosen by its name."
-    def num(spec, suffix=''): return lambda v: '' if v is None or (isinstance(v, float) and math.isnan(v)) else f'{v:{spec}}{suffix}' if isinstance(v, (int, float)) else str(v)
-    if col in ('concurrency', 'variants', 'meeting_sla', 'not_modelled', 'request_count', 'error_count'): return num('.0f')
-    if col == 'band': return lambda v: '' if v is None or (isinstance(v, float) and math.isnan(v)) else v if isinstance(v, str) else band_words(v)
-    if col == 'band_pct': return lambda v: '' if v is None or (isinstance(v, float) and math.isnan(v)) else band_words(v/100)
+    def num(spec, suffix=''): return lambda v: '' if v is None or (isinstance(v, float)
+            and math.isnan(v)) else f'{v:{spec}}{suffix}' if isinstance(v, (int, float)) else str(v)
+    if col in ('concurrency', 'variants', 'meeting_sla', 'not_modelled', 'request_count',
+               'error_count'): return num('.0f')
+    if col == 'band': return lambda v: '' if v is None or (isinstance(v, float)
+                                                           and math.isnan(v)) else v if isinstance(v,
+                                                               str) else band_words(v)
+    if col == 'band_pct': return lambda v: '' if v is None or (isinstance(v, float) and math.isnan(v)) else band_words(v
+        /100)
     if col.endswith('_pct') or col == 'delta_pct': return num('+.1f', '%')
     if col == 'ratio' or col.startswith('ratio'): return num('.2f')
     if col.endswith('_share'): return num('.1%')
@@ -122,11 +140,13 @@ def _fmt_for(col:str):
     return num('.1f')
 
 def rounded(df:pd.DataFrame, *, drop=HIDDEN) -> pd.DataFrame:
-    "`df` with float columns rounded to text by what they hold, missing values blank, and the columns in `drop` removed."
+    """`df` with float columns rounded to text by what they hold, missing values blank, and the columns in `drop`
+    removed."""
     src = df.drop(columns=[c for c in drop if c in df.columns])
     out = src.astype(object)
     for c in src.columns:
-        if c == 'band' or pd.api.types.is_float_dtype(src[c]) or src[c].map(lambda v: isinstance(v, float)).any(): out[c] = src[c].map(_fmt_for(c))
+        if c == 'band' or pd.api.types.is_float_dtype(src[c]) or src[c].map(lambda v: isinstance(v,
+            float)).any(): out[c] = src[c].map(_fmt_for(c))
     return out.where(out.notna(), '')
 
 def table(df:pd.DataFrame, *, drop=HIDDEN):
@@ -137,42 +157,57 @@ def table(df:pd.DataFrame, *, drop=HIDDEN):
 TERMINAL_WIDTH = 120
 
 def _fit_widths(w:dict, width:int, floor:int=6, keep=()) -> dict:
-    """Column widths summing (with two-space gaps) to at most `width`: the widest columns give way together, down to one common cap
+    """Column widths summing (with two-space gaps) to at most `width`: the widest columns give way together, down to
+    one common cap
     (water-filling), none below `floor`; narrow columns, and the `keep` ones (ids), keep their width."""
     room = width - 2*(len(w) - 1) - sum(v for c, v in w.items() if c in keep)
     free = {c: v for c, v in w.items() if c not in keep}
     if not free or sum(free.values()) <= room: return dict(w)
-    cap = next((c for c in range(max(free.values()), floor - 1, -1) if sum(min(v, c) for v in free.values()) <= room), floor)
+    cap = next((c for c in range(max(free.values()), floor - 1, -1) if sum(min(v, c) for v in free.values()) <= room),
+               floor)
     return {c: v if c in keep else min(v, cap) for c, v in w.items()}
 
 def provenance_line(target:str, results:list) -> str:
     "One line saying what produced a study's numbers (its `results` on `target`), by target and engine."
     engines = {r.engine for r in results if r.modelled}
-    if target == 'sim': return ('Numbers from the sim target are SIMULATED (B200 timing from aiconfigurator, DynoSim replay, calibrated on published '
+    if target == 'sim': return ('Numbers from the sim target are SIMULATED (B200 timing from aiconfigurator, DynoSim '
+                                'replay, calibrated on published '
                                     'points); none is measured.')
-    if engines == {'mocker'}: return ('Numbers from the local target are SIMULATED: a live Dynamo frontend, router and AIPerf, but mocker workers '
-                                      "that run the simulator's timing (its bands and its not-modelled rules apply); none is measured on B200.")
+    if engines == {'mocker'}: return ('Numbers from the local target are SIMULATED: a live Dynamo frontend, router and '
+                                      'AIPerf, but mocker workers '
+                                      "that run the simulator's timing (its bands and its not-modelled rules apply); "
+                                      "none is measured on B200.")
     if engines == {'vllm'} and any('not B200' in str(r.extra.get('provenance', '')) for r in results):
-        return "Numbers are MEASURED on vLLM's CPU build with dummy weights on this machine: a real engine, never B200 performance."
-    return f"Numbers from the {target} target are MEASURED ({', '.join(sorted(engines)) or 'no engine'})." if engines else ''
+        return ("Numbers are MEASURED on vLLM's CPU build with dummy weights on this machine: a real engine, never "
+                "B200 performance.")
+    return (f"Numbers from the {target} target are MEASURED ({', '.join(sorted(engines)) or 'no engine'})." if engines
+            else '')
 
-SHORT_HEADERS = {'concurrency': 'c', 'output_tok_s_per_gpu': 'tok/s/GPU', 'user_tok_s': 'tok/s/user', 'ttft_p50_ms': 'TTFT ms', 'sla_passed': 'SLA',
-                 'delta_pct': 'change', 'band_pct': 'band', 'not_modelled': 'no number'}   # terminal tables: short headers, the same columns
+SHORT_HEADERS = {'concurrency': 'c', COL_GPU_TPS: 'tok/s/GPU', COL_USER_TPS: 'tok/s/user', COL_TTFT: 'TTFT ms',
+                 'sla_passed': 'SLA',
+                 # terminal tables: short headers, the same columns
+                 'delta_pct': 'change', 'band_pct': 'band', 'not_modelled': 'no number'}
 
 def short_published(pvr:pd.DataFrame) -> pd.DataFrame:
     "A published-vs-reproduced table for the terminal: metric names shortened, only 'not comparable' notes kept."
     if 'note' not in pvr: return pvr
-    return pvr.assign(note=pvr.note.where(pvr.note.astype(str).str.startswith('not comparable'), ''), metric=pvr.metric.map(lambda m: SHORT_HEADERS.get(m, m)))
+    return pvr.assign(note=pvr.note.where(pvr.note.astype(str).str.startswith('not comparable'), ''),
+                      metric=pvr.metric.map(lambda m: SHORT_HEADERS.get(m, m)))
 
-def text_table(df:pd.DataFrame, *, drop=HIDDEN, width:int=TERMINAL_WIDTH, headers:dict|None=None, keep=('run_id',)) -> str:
-    """`df` rounded (`rounded`) as plain text within `width` columns: the widest text columns wrap onto continuation lines
-    (numbers right-aligned, text left-aligned); `keep` columns (ids a user copies) never wrap; `headers` shows some columns under
+def text_table(df:pd.DataFrame, *, drop=HIDDEN, width:int=TERMINAL_WIDTH, headers:dict|None=None, keep=('run_id',
+    )) -> str:
+    """`df` rounded (`rounded`) as plain text within `width` columns: the widest text columns wrap onto continuation
+    lines
+    (numbers right-aligned, text left-aligned); `keep` columns (ids a user copies) never wrap; `headers` shows some
+    columns under
     shorter names (formatting still follows the real ones); the full table belongs in the report and CSV."""
     if df.empty: return '(none)'
     t = rounded(df, drop=drop).astype(str)
     name = {c: (headers or {}).get(c, str(c)) for c in t.columns}
-    right = {c: pd.api.types.is_numeric_dtype(df[c]) or t[c].str.fullmatch(r'[-+\u00b1]?[\d.,]*%?x?(/\+[\d.,]*%)?').all() for c in t.columns}
-    w = _fit_widths({c: max([len(name[c])] + [len(v) for v in t[c]]) for c in t.columns}, width, keep=[c for c in keep if c in t.columns])
+    right = {c: pd.api.types.is_numeric_dtype(df[c])
+             or t[c].str.fullmatch(r'[-+\u00b1]?[\d.,]*%?x?(/\+[\d.,]*%)?').all() for c in t.columns}
+    w = _fit_widths({c: max([len(name[c])] + [len(v) for v in t[c]]) for c in t.columns}, width,
+                    keep=[c for c in keep if c in t.columns])
     cell = lambda c, v: v.rjust(w[c]) if right[c] else v.ljust(w[c])
     lines = ['  '.join(cell(c, name[c][:w[c]]) for c in t.columns).rstrip()]
     for _, row in t.iterrows():
@@ -182,7 +217,8 @@ def text_table(df:pd.DataFrame, *, drop=HIDDEN, width:int=TERMINAL_WIDTH, header
     return '\n'.join(lines)
 
 # %% ../../nbs/06_studies/00_report.ipynb #059694e3
-GROUP_COLORS = {'recipe': '#4C78A8', 'baseline': '#9D755D', 'parallelism': '#F58518', 'routing': '#54A24B', 'cache': '#E45756',
+GROUP_COLORS = {'recipe': '#4C78A8', 'baseline': '#9D755D', 'parallelism': '#F58518', 'routing': '#54A24B',
+                'cache': '#E45756',
                 'speculative': '#B279A2', 'kernels': '#439894', 'topology': '#B8860B'}
 OTHER_COLORS = ('#79706E', '#D67195', '#8CD17D', '#BAB0AC')
 SHAPES = ('circle', 'square', 'triangle-up', 'triangle-down', 'triangle-right', 'triangle-left', 'cross', 'wedge')
@@ -201,24 +237,26 @@ def styles(df:pd.DataFrame, key:str='series') -> dict[str, tuple[str, str, list]
     return out
 
 def source_line(df:pd.DataFrame, *, basis:str='') -> str:
-    "How the chart's numbers came about: provenance, and for simulated numbers their tok/s/GPU error band ('basis' says how it was obtained)."
+    """How the chart's numbers came about: provenance, and for simulated numbers their tok/s/GPU error band ('basis'
+    says how it was obtained)."""
     provs = sorted(set(df.provenance) - {'published'})
     what = provs[0] if len(provs) == 1 else 'mixed: ' + ' and '.join(provs) if provs else 'published figures only'
     if 'simulated' not in provs: return what.capitalize() + (' (real engines)' if provs == ['measured'] else '')
     b = df[df.provenance == 'simulated'].band.dropna()
     lo, hi = (b.min(), b.max()) if len(b) else (None, None)
-    band = ('error band on tok/s/GPU ' + (band_words(lo) if round(100*lo) == round(100*hi) else f'{band_words(lo)} to {band_words(hi)}')
+    band = ('error band on tok/s/GPU '
+            + (band_words(lo) if round(100*lo) == round(100*hi) else f'{band_words(lo)} to {band_words(hi)}')
             + (f' ({basis})' if basis else '')) if lo is not None else 'no error band recorded for these numbers yet'
     return f'{what.upper()} numbers, not measurements; {band}'
 
 # %% ../../nbs/06_studies/00_report.ipynb #b82c653d
 def frontier(df:pd.DataFrame) -> pd.DataFrame:
     "The Pareto frontier of `df`: points no other point beats on both tok/s/user and tok/s/GPU, ordered by tok/s/user."
-    pts = df.dropna(subset=['user_tok_s', 'output_tok_s_per_gpu']).sort_values(['user_tok_s', 'output_tok_s_per_gpu'], ascending=False)
+    pts = df.dropna(subset=[COL_USER_TPS, COL_GPU_TPS]).sort_values([COL_USER_TPS, COL_GPU_TPS], ascending=False)
     keep, best = [], -math.inf
     for i, y in pts.output_tok_s_per_gpu.items():
         if y > best: keep.append(i); best = y
-    return pts.loc[keep].sort_values('user_tok_s')
+    return pts.loc[keep].sort_values(COL_USER_TPS)
 
 # %% ../../nbs/06_studies/00_report.ipynb #d3b7ed3e
 def _series(df:pd.DataFrame) -> pd.DataFrame:
@@ -227,10 +265,12 @@ def _series(df:pd.DataFrame) -> pd.DataFrame:
     many = d.target.nunique() > 1
     d['series'] = d.label + (' (' + d.target + ')' if many else '')
     d['sla'] = d.sla_passed.map(lambda p: 'meets SLA' if p else 'misses SLA')
-    return d.assign(_r=d.group.map(_group_rank)).sort_values(['_r', 'series', 'concurrency'], kind='stable').drop(columns='_r')
+    return d.assign(_r=d.group.map(_group_rank)).sort_values(['_r', 'series', 'concurrency'],
+                                                             kind='stable').drop(columns='_r')
 
 def _clean(df:pd.DataFrame) -> pd.DataFrame:
-    "A copy of `df` whose object columns hold None, not NaN, where a value is missing (altair writes NaN as invalid JSON)."
+    """A copy of `df` whose object columns hold None, not NaN, where a value is missing (altair writes NaN as invalid
+    JSON)."""
     d = df.copy()
     for c in d.columns[d.dtypes == object]: d[c] = d[c].astype(object).where(d[c].notna(), None)
     return d
@@ -238,48 +278,68 @@ def _clean(df:pd.DataFrame) -> pd.DataFrame:
 def _title(text:str, *lines:str):
     "An altair title with subtitle lines, left-aligned."
     alt = load_altair()
-    return alt.TitleParams(text=text, subtitle=[l for l in lines if l], anchor='start', fontSize=15, subtitleFontSize=11, subtitleColor='#444')
+    return alt.TitleParams(text=text, subtitle=[l for l in lines if l], anchor='start', fontSize=15,
+                           subtitleFontSize=11, subtitleColor='#444')
 
 def _pareto_layers(d:pd.DataFrame, pub:pd.DataFrame, front:pd.DataFrame, sla:SLA, *, enc:dict) -> list:
-    "The Pareto chart's layers: frontier, lines, error bars, points (filled when they meet the SLA), concurrency labels, SLA rule, published points."
+    """The Pareto chart's layers: frontier, lines, error bars, points (filled when they meet the SLA), concurrency
+    labels, SLA rule, published points."""
     alt = load_altair()
-    x, y = alt.X('user_tok_s:Q', title=f'output tok/s/user ({sla.user_speed_stat})'), alt.Y('output_tok_s_per_gpu:Q', title='output tok/s/GPU')
-    tip = ['label', 'group', 'target', 'concurrency', alt.Tooltip('output_tok_s_per_gpu:Q', format='.1f'), alt.Tooltip('user_tok_s:Q', format='.1f'),
-           alt.Tooltip('ttft_p50_ms:Q', format=',.0f'), 'sla', 'provenance']
-    layers = [alt.Chart(front.assign(series='Pareto frontier')).mark_line(strokeWidth=7, opacity=0.55).encode(x=x, y=y, color=enc['color'])]
+    x, y = alt.X(f'{COL_USER_TPS}:Q', title=f'output tok/s/user ({sla.user_speed_stat})'), alt.Y(f'{COL_GPU_TPS}:Q',
+        title='output tok/s/GPU')
+    tip = ['label', 'group', 'target', 'concurrency', alt.Tooltip(f'{COL_GPU_TPS}:Q', format='.1f'),
+           alt.Tooltip(f'{COL_USER_TPS}:Q', format='.1f'),
+           alt.Tooltip(f'{COL_TTFT}:Q', format=',.0f'), 'sla', 'provenance']
+    layers = [alt.Chart(front.assign(series='Pareto frontier')).mark_line(strokeWidth=7, opacity=0.55).encode(x=x, y=y,
+        color=enc['color'])]
     multi = d[d.groupby('series').series.transform('size') > 1]
-    layers.append(alt.Chart(multi).mark_line(strokeWidth=1.8).encode(x=x, y=y, color=enc['color'], strokeDash=enc['dash'], order='concurrency:Q'))
+    layers.append(alt.Chart(multi).mark_line(strokeWidth=1.8).encode(x=x, y=y, color=enc['color'],
+                                                                     strokeDash=enc['dash'], order='concurrency:Q'))
     if d.band.notna().any():
-        eb = d.dropna(subset=['band']).assign(lo=lambda t: t.output_tok_s_per_gpu*(1 - t.band).clip(lower=0), hi=lambda t: t.output_tok_s_per_gpu*(1 + t.band))
-        layers.append(alt.Chart(eb).mark_rule(strokeWidth=1.2, opacity=0.7).encode(x=x, y='lo:Q', y2='hi:Q', color=enc['color']))
-    on_top = d.assign(z=d.group.map({'recipe': 2, 'baseline': 1}).fillna(0), size=d.group.map({'recipe': 170}).fillna(90))   # coinciding marks: the recipe's drawn last, larger
-    base = alt.Chart(on_top).encode(x=x, y=y, color=enc['color'], shape=enc['shape'], tooltip=tip, order=alt.Order('z:Q'), size=alt.Size('size:Q', scale=None, legend=None))
+        eb = d.dropna(subset=['band']).assign(lo=lambda t: t.output_tok_s_per_gpu*(1 - t.band).clip(lower=0),
+                                              hi=lambda t: t.output_tok_s_per_gpu*(1 + t.band))
+        layers.append(alt.Chart(eb).mark_rule(strokeWidth=1.2, opacity=0.7).encode(x=x, y='lo:Q', y2='hi:Q',
+                                                                                   color=enc['color']))
+    # coinciding marks: the recipe's drawn last, larger
+    on_top = d.assign(z=d.group.map({'recipe': 2, 'baseline': 1}).fillna(0),
+                      size=d.group.map({'recipe': 170}).fillna(90))
+    base = alt.Chart(on_top).encode(x=x, y=y, color=enc['color'], shape=enc['shape'], tooltip=tip,
+                                    order=alt.Order('z:Q'), size=alt.Size('size:Q', scale=None, legend=None))
     layers += [base.transform_filter('datum.sla_passed').mark_point(filled=True, opacity=0.95),
                base.transform_filter('!datum.sla_passed').mark_point(filled=False, strokeWidth=2)]
-    layers.append(alt.Chart(multi.assign(ctext='c' + multi.concurrency.astype(int).astype(str))).mark_text(dx=9, dy=-7, fontSize=9, color='#555').encode(x=x, y=y, text='ctext:N'))
-    rule = pd.DataFrame({'x': [sla.min_output_tok_s_per_user], 't': [f'SLA: {sla.min_output_tok_s_per_user:g} tok/s/user']})
+    layers.append(alt.Chart(multi.assign(ctext='c' + multi.concurrency.astype(int).astype(str))).mark_text(dx=9, dy=-7,
+        fontSize=9, color='#555').encode(x=x, y=y, text='ctext:N'))
+    rule = pd.DataFrame({'x': [sla.min_output_tok_s_per_user],
+                         't': [f'SLA: {sla.min_output_tok_s_per_user:g} tok/s/user']})
     layers += [alt.Chart(rule).mark_rule(strokeDash=[6, 3], color='#777').encode(x='x:Q'),
-               alt.Chart(rule).mark_text(align='left', dx=4, dy=8, color='#555', fontSize=10).encode(x='x:Q', y=alt.value(0), text='t:N')]
-    if len(pub): layers.append(alt.Chart(pub).mark_point(filled=True, size=150, opacity=1).encode(x=x, y=y, color=enc['color'], shape=enc['shape'], tooltip=tip))
+               alt.Chart(rule).mark_text(align='left', dx=4, dy=8, color='#555', fontSize=10).encode(x='x:Q',
+                   y=alt.value(0), text='t:N')]
+    if len(pub): layers.append(alt.Chart(pub).mark_point(filled=True, size=150, opacity=1).encode(x=x, y=y,
+        color=enc['color'], shape=enc['shape'], tooltip=tip))
     return layers
 
 def pareto_chart(df:pd.DataFrame, sla:SLA, *, title:str|None=None, basis:str='') -> alt.LayerChart:
-    "Output tok/s/GPU vs tok/s/user per variant across concurrencies: SLA rule, pass/fail marks, error bars, published points, Pareto frontier."
+    """Output tok/s/GPU vs tok/s/user per variant across concurrencies: SLA rule, pass/fail marks, error bars, published
+    points, Pareto frontier."""
     alt = load_altair()                  # imported where charts are drawn: altair takes seconds to import
     _need(df, COLUMNS, 'draw the Pareto chart')
-    ok = _clean(df[df.modelled.astype(bool)].dropna(subset=['user_tok_s', 'output_tok_s_per_gpu']))
+    ok = _clean(df[df.modelled.astype(bool)].dropna(subset=[COL_USER_TPS, COL_GPU_TPS]))
     d = _series(ok[ok.provenance != 'published'])
     d['dash_key'] = d.series.map(lambda v: f'dash {v}')
-    pub = ok[ok.provenance == 'published'].assign(series=lambda t: 'published: ' + t.label + ' @c' + t.concurrency.astype(str), sla='published')
+    pub = ok[ok.provenance == 'published'].assign(series=lambda t: 'published: ' + t.label + ' @c'
+                                                  + t.concurrency.astype(str), sla='published')
     st = styles(d)
     dom = [*st, *pub.series, 'Pareto frontier']
     st_dash = {f'dash {k}': v for k, v in st.items()}
     rng = lambda i, pub_v, front_v: [s[i] for s in st.values()] + [pub_v]*len(pub) + [front_v]
-    leg = alt.Legend(title='variant (colour: setting group)', labelLimit=0, symbolLimit=0, labelFontSize=11, orient='right',
+    leg = alt.Legend(title='variant (colour: setting group)', labelLimit=0, symbolLimit=0, labelFontSize=11,
+                     orient='right',
                      symbolOpacity=1, symbolStrokeWidth=1.5, symbolSize=90)
     enc = {'color': alt.Color('series:N', scale=alt.Scale(domain=dom, range=rng(0, '#000000', '#BBBBBB')), legend=leg),
            'shape': alt.Shape('series:N', scale=alt.Scale(domain=dom, range=rng(1, 'diamond', 'stroke')), legend=leg),
-           'dash': alt.StrokeDash('dash_key:N', scale=alt.Scale(domain=list(st_dash), range=[v[2] for v in st_dash.values()]), legend=None)}   # kept out of the legend
+           # kept out of the legend
+           'dash': alt.StrokeDash('dash_key:N', scale=alt.Scale(domain=list(st_dash), range=[v[2]
+               for v in st_dash.values()]), legend=None)}
     models, targets = ', '.join(sorted(set(ok.model))), ', '.join(sorted(set(d.target)))
     missing = sorted(set(df[~df.modelled.astype(bool)].label))
     return alt.layer(*_pareto_layers(d, pub, frontier(d), sla, enc=enc)).properties(width=520, height=380, title=_title(
@@ -290,48 +350,68 @@ def pareto_chart(df:pd.DataFrame, sla:SLA, *, title:str|None=None, basis:str='')
 # %% ../../nbs/06_studies/00_report.ipynb #cfc36365
 PROVENANCE_COLORS = {'published': '#9E9E9E', 'simulated': '#F58518', 'measured': '#4C78A8'}
 
-def published_chart(table:pd.DataFrame, *, metric_title:str='output tok/s/GPU', title:str|None=None, basis:str='') -> alt.LayerChart:
+def published_chart(table:pd.DataFrame, *, metric_title:str='output tok/s/GPU', title:str|None=None,
+                    basis:str='') -> alt.LayerChart:
     "Bars of published vs reproduced values (a `published_table`), each reproduced bar labelled with its ratio."
     alt = load_altair()                  # imported where charts are drawn: altair takes seconds to import
-    if table.empty: raise WorkbenchError('no point has both a published and a reproduced value', 'draw published vs reproduced',
-                                        'run the concurrencies the recipe published, on a target, with the recipe variant')
+    if table.empty: raise WorkbenchError('no point has both a published and a reproduced value',
+                                         'draw published vs reproduced',
+                                        'run the concurrencies the recipe published, on a target, with the recipe '
+                                        'variant')
     t = _clean(table).assign(point=table.label + ' | c' + table.concurrency.astype(int).astype(str))
     t = t.assign(kind='reproduced (' + t.target + ', ' + t.provenance + ')')
     long = pd.concat([t.assign(kind='published', value=t.published, text=''),
-                      t.assign(value=t.reproduced, text=t.ratio.map(lambda r: 'not comparable' if r is None or r != r else f'\u00d7{r:.2f}'))], ignore_index=True)
-    long['top'] = long.value*(1 + long.band.fillna(0).where(long.kind != 'published', 0))   # labels sit above the error bar
-    long['color'] = long.kind.map(lambda k: PROVENANCE_COLORS['published' if k == 'published' else 'measured' if 'measured' in k else 'simulated'])
+                      t.assign(value=t.reproduced, text=t.ratio.map(lambda r: 'not comparable' if r is None or r != r
+                                                                    else f'\u00d7{r:.2f}'))], ignore_index=True)
+    # labels sit above the error bar
+    long['top'] = long.value*(1 + long.band.fillna(0).where(long.kind != 'published', 0))
+    long['color'] = long.kind.map(lambda k: PROVENANCE_COLORS['published' if k == 'published' else 'measured'
+                                                              if 'measured' in k else 'simulated'])
     kinds = list(dict.fromkeys(long.kind))
-    x = alt.X('point:N', title=None, sort=list(dict.fromkeys(t.point)), axis=alt.Axis(labelAngle=0, labelLimit=0, labelExpr="split(datum.label, ' | ')"))
-    color = alt.Color('kind:N', scale=alt.Scale(domain=kinds, range=[long[long.kind == k].color.iloc[0] for k in kinds]), legend=alt.Legend(title=None, orient='top', labelLimit=0))
+    x = alt.X('point:N', title=None, sort=list(dict.fromkeys(t.point)),
+              axis=alt.Axis(labelAngle=0, labelLimit=0, labelExpr="split(datum.label, ' | ')"))
+    color = alt.Color('kind:N', scale=alt.Scale(domain=kinds, range=[long[long.kind == k].color.iloc[0]
+                                                                     for k in kinds]),
+                      legend=alt.Legend(title=None, orient='top', labelLimit=0))
     base = alt.Chart(long).encode(x=x, xOffset=alt.XOffset('kind:N', sort=kinds))
-    layers = [base.mark_bar().encode(y=alt.Y('value:Q', title=metric_title), color=color, tooltip=['point', 'kind', alt.Tooltip('value:Q', format='.1f'), 'text']),
-              base.transform_filter("datum.text != ''").mark_text(dy=-7, fontSize=11, fontWeight='bold').encode(y='top:Q', text='text:N')]
+    layers = [base.mark_bar().encode(y=alt.Y('value:Q', title=metric_title), color=color, tooltip=['point', 'kind',
+            alt.Tooltip('value:Q', format='.1f'), 'text']),
+              base.transform_filter("datum.text != ''").mark_text(dy=-7, fontSize=11,
+                                                                  fontWeight='bold').encode(y='top:Q', text='text:N')]
     eb = long[(long.kind != 'published') & long.band.notna()]
-    if len(eb): layers.append(alt.Chart(eb.assign(lo=eb.value*(1 - eb.band).clip(lower=0), hi=eb.value*(1 + eb.band))).mark_rule(color='#333', strokeWidth=1.2)
+    if len(eb): layers.append(alt.Chart(eb.assign(lo=eb.value*(1 - eb.band).clip(lower=0), hi=eb.value*(1
+            + eb.band))).mark_rule(color='#333', strokeWidth=1.2)
                              .encode(x=x, xOffset=alt.XOffset('kind:N', sort=kinds), y='lo:Q', y2='hi:Q'))
     models, targets = ', '.join(sorted(set(t.model))), ', '.join(sorted(set(t.target)))
     return alt.layer(*layers).properties(width=max(300, 190*t.point.nunique()), height=300, title=_title(
-        title or f'{models} on {targets}: published vs reproduced {metric_title}', source_line(t.assign(provenance=t.provenance), basis=basis),
+        title or f'{models} on {targets}: published vs reproduced {metric_title}',
+            source_line(t.assign(provenance=t.provenance), basis=basis),
         'Above each reproduced bar: reproduced \u00f7 published. Published figures and their sources: the recipe.'))
 
 # %% ../../nbs/06_studies/00_report.ipynb #d629a1c1
 def deltas_chart(deltas:pd.DataFrame, *, reference:str='recipe', title:str|None=None, basis:str='') -> alt.LayerChart:
-    "Horizontal bars of `delta_pct` per variant (a `group_deltas` frame), grouped by setting group, with the change's band (`band_pct`) as whiskers when given; rows without a bar say why."
+    """Horizontal bars of `delta_pct` per variant (a `group_deltas` frame), grouped by setting group, with the change's
+    band (`band_pct`) as whiskers when given; rows without a bar say why."""
     alt = load_altair()                  # imported where charts are drawn: altair takes seconds to import
     d = _clean(deltas[deltas.variant != reference])
-    if not d.delta_pct.notna().any(): raise WorkbenchError(f'no variant other than {reference!r} has an SLA-passing point to compare', 'draw per-group deltas',
-                                                           'add candidates, concurrencies with lower load, or relax the SLA')
+    if not d.delta_pct.notna().any(): raise WorkbenchError(f'no variant other than {reference!r} has an SLA-passing '
+                                                           'point to compare', 'draw per-group deltas',
+                                                           'add candidates, concurrencies with lower load, or relax '
+                                                           'the SLA')
     bands = d['band_pct'] if 'band_pct' in d else pd.Series(math.nan, index=d.index)
-    d['text'] = [(f'{v:+.1f}%' + (f' {band_words(b/100)}' if pd.notna(b) else '') + (' (finding)' if pd.notna(b) and is_finding(v/100, b/100) else ''))
-                 if pd.notna(v) else ('not modelled' if not m else 'misses the SLA at every concurrency')
+    d['text'] = [(f'{v:+.1f}%' + (f' {band_words(b/100)}' if pd.notna(b) else '')
+                  + (' (finding)' if pd.notna(b) and is_finding(v/100, b/100) else '')) if pd.notna(v)
+                 else ('not modelled' if not m else 'misses the SLA at every concurrency')
                  for v, m, b in zip(d.delta_pct, d.modelled.astype(bool), bands)]
-    d['lo'], d['hi'] = 100*((1 + d.delta_pct/100)/(1 + bands/100) - 1), 100*((1 + d.delta_pct/100)*(1 + bands/100) - 1)   # log terms: never below -100%
-    d['tx'] = d.hi.where(d.delta_pct >= 0, d.lo).fillna(d.delta_pct)       # labels sit past the whisker's end, never on it
+    # log terms: never below -100%
+    d['lo'], d['hi'] = 100*((1 + d.delta_pct/100)/(1 + bands/100) - 1), 100*((1 + d.delta_pct/100)*(1 + bands/100) - 1)
+    # labels sit past the whisker's end, never on it
+    d['tx'] = d.hi.where(d.delta_pct >= 0, d.lo).fillna(d.delta_pct)
     many = d.target.nunique() > 1
     d['row'] = d.label + (' (' + d.target + ')' if many else '')
     d = d.assign(_r=d.group.map(_group_rank)).sort_values(['_r', 'row'], kind='stable')
-    lo, hi = min(0.0, d.delta_pct.min(), d.lo.min() if d.lo.notna().any() else 0.0), max(0.0, d.delta_pct.max(), d.hi.max() if d.hi.notna().any() else 0.0)
+    lo, hi = min(0.0, d.delta_pct.min(), d.lo.min() if d.lo.notna().any() else 0.0), max(0.0, d.delta_pct.max(),
+            d.hi.max() if d.hi.notna().any() else 0.0)
     pad = 0.45*(hi - lo or 1)
     y = alt.Y('row:N', sort=list(d.row), title=None, axis=alt.Axis(labelLimit=0, labelFontSize=11))
     scale = alt.Scale(domain=[lo - (pad if lo < 0 else 0.15*pad), hi + (pad if hi > 0 else 0.15*pad)], nice=False)
@@ -340,67 +420,24 @@ def deltas_chart(deltas:pd.DataFrame, *, reference:str='recipe', title:str|None=
     color = alt.Color('group:N', title='setting group', sort=groups,
                       scale=alt.Scale(domain=groups, range=[GROUP_COLORS.get(g, OTHER_COLORS[0]) for g in groups]))
     has = d[d.delta_pct.notna()]
-    layers = [alt.Chart(has).mark_bar(height=14).encode(y=y, x=x, color=color, tooltip=['label', 'group', 'concurrency', alt.Tooltip('delta_pct:Q', format='+.1f'), 'provenance']),
-              alt.Chart(has[has.delta_pct >= 0]).mark_text(align='left', dx=4, fontSize=11).encode(y=y, x=alt.X('tx:Q', scale=scale), text='text:N'),
-              alt.Chart(has[has.delta_pct < 0]).mark_text(align='right', dx=-4, fontSize=11).encode(y=y, x=alt.X('tx:Q', scale=scale), text='text:N'),
-              alt.Chart(d[d.delta_pct.isna()].assign(delta_pct=0.0)).mark_text(align='left', dx=4, fontSize=11, color='#777', fontStyle='italic').encode(y=y, x=x, text='text:N'),
+    layers = [alt.Chart(has).mark_bar(height=14).encode(y=y, x=x, color=color, tooltip=['label', 'group',
+            'concurrency', alt.Tooltip('delta_pct:Q', format='+.1f'), 'provenance']),
+              alt.Chart(has[has.delta_pct >= 0]).mark_text(align='left', dx=4, fontSize=11).encode(y=y, x=alt.X('tx:Q',
+                  scale=scale), text='text:N'),
+              alt.Chart(has[has.delta_pct < 0]).mark_text(align='right', dx=-4, fontSize=11).encode(y=y,
+                  x=alt.X('tx:Q', scale=scale), text='text:N'),
+              alt.Chart(d[d.delta_pct.isna()].assign(delta_pct=0.0)).mark_text(align='left', dx=4, fontSize=11,
+                                                                               color='#777',
+                                                                               fontStyle='italic').encode(y=y, x=x,
+                                                                                   text='text:N'),
               alt.Chart(pd.DataFrame({'x': [0]})).mark_rule(color='black').encode(x='x:Q')]
     if has.lo.notna().any():
         w = has[has.lo.notna()]
-        layers.insert(1, alt.Chart(w).mark_rule(color='#333', strokeWidth=1.5).encode(y=y, x=alt.X('lo:Q', scale=scale), x2='hi:Q'))
+        layers.insert(1, alt.Chart(w).mark_rule(color='#333', strokeWidth=1.5).encode(y=y, x=alt.X('lo:Q',
+            scale=scale), x2='hi:Q'))
     models, targets = ', '.join(sorted(set(d.model))), ', '.join(sorted(set(d.target)))
     return alt.layer(*layers).properties(width=420, height=22*len(d), title=_title(
-        title or f'{models} on {targets}: each variant against the {reference}', source_line(d[d.delta_pct.notna()], basis=basis),
-        f'Best tok/s/GPU under the SLA, as % change against the {reference}\u2019s' + ('; whiskers: the change\u2019s band (a finding lies beyond it).' if has.lo.notna().any() else '.')))
-
-# %% ../../nbs/06_studies/00_report.ipynb #fdb4fab2
-def rendered(spec:str, fmt:str, **opts) -> bytes:
-    "vl-convert's drawing of Vega-Lite JSON `spec` as `fmt` ('png' or 'svg') with `opts`, drawn once and kept in runs/cache/charts."
-    import vl_convert as vlc
-    p = runs_root()/'cache'/'charts'/f"{content_hash({'spec': spec, 'opts': opts, 'vl_convert': vlc.__version__})}.{fmt}"   # no runs/: drawn, not kept
-    try: return p.read_bytes()
-    except OSError: pass
-    out = getattr(vlc, f'vegalite_to_{fmt}')(spec, **opts)
-    data = out if isinstance(out, bytes) else out.encode()
-    tmp = unique_tmp(p)
-    try:                                        # kept for the next time; a cache that cannot be written (full, read-only) only costs the drawing
-        p.parent.mkdir(parents=True, exist_ok=True); tmp.write_bytes(data); os.replace(tmp, p)
-    except OSError: tmp.unlink(missing_ok=True)
-    return data
-
-def save_chart(chart, stem, *, scale:float=2.0) -> list[Path]:
-    "Write `chart` as `<stem>.png` and `<stem>.svg` (vl-convert, `rendered`); returns both paths."
-    stem = Path(stem); stem.parent.mkdir(parents=True, exist_ok=True)
-    spec = chart.to_json()
-    png, svg = stem.with_suffix('.png'), stem.with_suffix('.svg')
-    png.write_bytes(rendered(spec, 'png', scale=scale)); svg.write_bytes(rendered(spec, 'svg'))
-    return [png, svg]
-
-def png_renderer(spec:dict, **meta) -> tuple[dict, dict]:
-    "Altair's notebook renderer for `static_charts`: the chart as a PNG at `ppi` (`rendered`), shown at its size in points."
-    ppi = meta.get('ppi', 72)
-    png = rendered(json.dumps(spec, sort_keys=True), 'png', ppi=ppi)
-    w, h = struct.unpack('>II', png[16:24])                              # the PNG header's width and height
-    return {'image/png': png}, {'image/png': {'width': w*72/ppi, 'height': h*72/ppi}}
-
-def log_charts(charts:dict, out_dir, *, study:StudyRun|None=None, run_id:str|None=None) -> list[Path]:
-    "Save each chart of `charts` (name -> chart) under `out_dir` and log the files to `run_id` (default: the study's parent run)."
-    paths = [p for name, ch in charts.items() for p in save_chart(ch, Path(out_dir)/name)]
-    if study is not None: log_files(study.client, run_id or study.run_id, paths, 'charts')
-    return paths
-
-def static_charts(ppi:int=144) -> str:
-    "Make altair render charts in notebooks as PNG images drawn by vl-convert (no JavaScript, no network), from the first chart on; returns the renderer's name."
-    CHART_RENDERER.update(name='workbench-png', fn=png_renderer, ppi=ppi)
-    return load_altair().renderers.active if 'altair' in sys.modules else 'workbench-png'   # altair not loaded yet: its first chart switches it on
-
-# %% ../../nbs/06_studies/00_report.ipynb #3a016d92
-def study_charts(df:pd.DataFrame, sla:SLA, *, reference:str='recipe') -> tuple[dict, dict[str, str]]:
-    "The charts `df` allows ({name: chart}) and the ones skipped ({name: reason})."
-    makers = {'pareto': lambda: pareto_chart(df, sla), 'published_vs_reproduced': lambda: published_chart(published_table(df)),
-              'group_deltas': lambda: deltas_chart(group_deltas(df, reference), reference=reference)}
-    charts, skipped = {}, {}
-    for name, make in makers.items():
-        try: charts[name] = make()
-        except WorkbenchError as e: skipped[name] = e.what
-    return charts, skipped
+        title or f'{models} on {targets}: each variant against the {reference}', source_line(d[d.delta_pct.notna()],
+            basis=basis),
+        f'Best tok/s/GPU under the SLA, as % change against the {reference}\u2019s'
+                + ('; whiskers: the change\u2019s band (a finding lies beyond it).' if has.lo.notna().any() else '.')))

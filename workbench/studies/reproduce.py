@@ -11,13 +11,17 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 from ..base.core import WorkbenchError, canonical_json, content_hash
 from ..base.inputs import short
-from ..domain.recipes import Recipe, Topology, load_recipe, load_traces
+from ..domain.recipes import Recipe, Topology
+from ..domain.loading import load_recipe, load_traces
 from ..domain.variants import Variant
 from ..domain.results import BenchResult
 from ..targets.aiperf import AIPerfSpec, aiperf_command
 from ..tracking.naming import workload_source, all_metrics
 from ..tracking import runs as tracking
+from ..tracking.query import study_runs
 from . import report
+from ..domain.metrics import COL_GPU_TPS, GOODPUT, ITL, OUTPUT_TPS, REQUEST_LATENCY, TTFT, USER_TPS
+from ..tracking import lineage
 
 # %% auto #0
 __all__ = ['BUNDLE_VERSION', 'SECRET_WORDS', 'ENV_PREFIXES', 'COMPARED', 'BAND_OF', 'HOST_SPREAD', 'load_per_core', 'environment',
@@ -36,15 +40,19 @@ def load_per_core() -> float:
     return round(os.getloadavg()[0]/(os.cpu_count() or 1), 2)
 
 def environment() -> dict:
-    "Where a point ran: Python, OS, machine, CPUs and their load (1-minute average per core), host, the checkout's commit, and the variables that steer the stack (never credentials)."
-    env = {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES) and not any(w in k.upper() for w in SECRET_WORDS)}
+    """Where a point ran: Python, OS, machine, CPUs and their load (1-minute average per core), host, the checkout's
+    commit, and the variables that steer the stack (never credentials)."""
+    env = {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES) and not any(w in k.upper()
+        for w in SECRET_WORDS)}
     if 'MLFLOW_TRACKING_URI' in env: env['MLFLOW_TRACKING_URI'] = re.sub(r'//[^/@]*@', '//', env['MLFLOW_TRACKING_URI'])
-    return {'python': sys.version.split()[0], 'platform': platform.platform(), 'machine': platform.machine(), 'cpus': os.cpu_count(),
-            'load_per_core': load_per_core(), 'host': socket.gethostname(), 'git': tracking.git_sha(), 'env': env}
+    return {'python': sys.version.split()[0], 'platform': platform.platform(), 'machine': platform.machine(),
+            'cpus': os.cpu_count(),
+            'load_per_core': load_per_core(), 'host': socket.gethostname(), 'git': lineage.git_sha(), 'env': env}
 
 def versions(target:str) -> dict:
-    "Package versions (`tracking.package_versions`), and for simulated points the simulator's own (physics, profile format)."
-    out = tracking.package_versions()
+    """Package versions (`lineage.package_versions`), and for simulated points the simulator's own (physics, profile
+    format)."""
+    out = lineage.package_versions()
     if target == 'sim':
         from workbench.sim.recipe import sim_versions
         out['simulator'] = sim_versions()
@@ -63,33 +71,46 @@ def _images(node, out:list):
 
 def images_of(manifests:str) -> list[dict]:
     "The image references of YAML `manifests` (each once), with the digest each pins (None: a tag only)."
-    loader = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)           # libyaml's parser: ten times faster on a point's manifests
+    # libyaml's parser: ten times faster on a point's manifests
+    loader = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
     refs = [i for d in yaml.load_all(manifests or '', Loader=loader) if d for i in _images(d, [])]
     return [{'image': i, 'digest': i.split('@', 1)[1] if '@sha256:' in i else None} for i in dict.fromkeys(refs)]
 
 # %% ../../nbs/06_studies/04_reproduce.ipynb #2c82b106
 def variant_record(v:Variant) -> dict:
     "Variant `v` resolved: model, recipe version, topology, lineage, image, GPUs, hash and the full spec."
-    return {'model': v.recipe.id, 'recipe_version': v.recipe.recipe_version, 'topology': v.topology_name, 'name': v.name, 'base': v.base,
-            'group': v.group, 'changes': v.changes, 'override': v.override, 'hash': v.hash, 'image': v.image, 'total_gpus': v.total_gpus,
-            'spec': v.spec.model_dump(exclude_unset=True)}   # unset fields keep their defaults' own types: the hash comes back the same
+    return {'model': v.recipe.id, 'recipe_version': v.recipe.recipe_version, 'topology': v.topology_name,
+            'name': v.name, 'base': v.base,
+            'group': v.group, 'changes': v.changes, 'override': v.override, 'hash': v.hash, 'image': v.image,
+            'total_gpus': v.total_gpus,
+            # unset fields keep their defaults' own types: the hash comes back the same
+            'spec': v.spec.model_dump(exclude_unset=True)}
 
 def variant_of(rec:dict, recipe:Recipe|None=None) -> tuple[Variant, list[str]]:
-    "The variant a bundle resolved, rebuilt from its spec on today's recipe, and notes on what differs from when it ran."
+    """The variant a bundle resolved, rebuilt from its spec on today's recipe, and notes on what differs from when it
+    ran."""
     recipe = recipe or load_recipe(rec['model'])
-    v = Variant(recipe=recipe, topology_name=rec['topology'], spec=Topology(**rec['spec']), name=rec['name'], base=rec['base'],
+    v = Variant(recipe=recipe, topology_name=rec['topology'], spec=Topology(**rec['spec']), name=rec['name'],
+                base=rec['base'],
                 group=rec['group'], changes=rec['changes'], override=rec['override'])
-    notes = [f'recipe version {rec["recipe_version"]} -> {recipe.recipe_version}'] if recipe.recipe_version != rec['recipe_version'] else []
+    notes = ([f'recipe version {rec["recipe_version"]} -> {recipe.recipe_version}']
+             if recipe.recipe_version != rec['recipe_version'] else [])
     if v.image != rec['image']: notes.append(f'image {rec["image"]} -> {v.image}')
-    if v.hash != rec['hash']: notes.append(f'variant hash {rec["hash"]} -> {v.hash}: the deployment differs from the one that ran')
+    if v.hash != rec['hash']: notes.append(f'variant hash {rec["hash"]} -> {v.hash}: the deployment differs from the '
+                                           'one that ran')
     return v, notes
 
 # %% ../../nbs/06_studies/04_reproduce.ipynb #10191bef
-_AIPERF_FLAGS = {'--concurrency': ('concurrency', int), '--request-count': ('request_count', int), '--random-seed': ('random_seed', int),
-                 '--request-timeout-seconds': ('request_timeout_s', float), '--endpoint-type': ('endpoint_type', str), '--ui-type': ('ui_type', str),
-                 '--isl': ('isl', int), '--isl-stddev': ('isl_stddev', int), '--osl': ('osl', int), '--osl-stddev': ('osl_stddev', int),
-                 '--warmup-request-count': ('warmup_request_count', int), '--num-prefix-prompts': ('prefix_prompt_pool_size', int),
-                 '--prefix-prompt-length': ('prefix_prompt_length', int), '--shared-system-prompt-length': ('shared_system_prompt_length', int),
+_AIPERF_FLAGS = {'--concurrency': ('concurrency', int), '--request-count': ('request_count', int),
+                 '--random-seed': ('random_seed', int),
+                 '--request-timeout-seconds': ('request_timeout_s', float), '--endpoint-type': ('endpoint_type', str),
+                 '--ui-type': ('ui_type', str),
+                 '--isl': ('isl', int), '--isl-stddev': ('isl_stddev', int), '--osl': ('osl', int),
+                 '--osl-stddev': ('osl_stddev', int),
+                 '--warmup-request-count': ('warmup_request_count', int),
+                 '--num-prefix-prompts': ('prefix_prompt_pool_size', int),
+                 '--prefix-prompt-length': ('prefix_prompt_length', int),
+                 '--shared-system-prompt-length': ('shared_system_prompt_length', int),
                  '--input-file': ('input_file', str), '--custom-dataset-type': ('custom_dataset_type', str)}
 
 def spec_from_command(cmd:list[str]) -> AIPerfSpec:
@@ -100,18 +121,23 @@ def spec_from_command(cmd:list[str]) -> AIPerfSpec:
         if a in _AIPERF_FLAGS and i + 1 < len(cmd):
             name, typ = _AIPERF_FLAGS[a]; kw[name] = typ(cmd[i+1]); i += 2
         elif a == '--goodput' and i + 1 < len(cmd):
-            kw['goodput'] = {k: float(v) for k, v in (p.split(':', 1) for p in cmd[i+1].split())}; i += 2
+            kw[GOODPUT] = {k: float(v) for k, v in (p.split(':', 1) for p in cmd[i+1].split())}; i += 2
         elif a == '--extra-inputs' and i + 1 < len(cmd): kw['extra_inputs'] = json.loads(cmd[i+1]); i += 2
         else: i += 1
-    if 'concurrency' not in kw: raise WorkbenchError(f'{shlex.join(cmd)[:200]} has no --concurrency', 'read an AIPerf command',
+    if 'concurrency' not in kw: raise WorkbenchError(f'{shlex.join(cmd)[:200]} has no --concurrency',
+                                                     'read an AIPerf command',
                                                      'pass the argument list of an `aiperf profile` concurrency run')
     return AIPerfSpec(**kw)
 
 # %% ../../nbs/06_studies/04_reproduce.ipynb #e925b6d6
-_MOCKER_FLAGS = {'--block-size': ('block_size', int), '--speedup-ratio': ('speedup_ratio', float), '--disaggregation-mode': ('role', str),
-                 '--planner-profile-data': ('profile_npz', str), '--data-parallel-size': ('dp', int), '--max-num-seqs': ('max_num_seqs', int),
-                 '--max-num-batched-tokens': ('max_num_batched_tokens', int), '--num-gpu-blocks-override': ('num_gpu_blocks', int),
-                 '--decode-speedup-ratio': ('decode_speedup_ratio', float), '--kv-transfer-bandwidth': ('kv_transfer_bandwidth', float),
+_MOCKER_FLAGS = {'--block-size': ('block_size', int), '--speedup-ratio': ('speedup_ratio', float),
+                 '--disaggregation-mode': ('role', str),
+                 '--planner-profile-data': ('profile_npz', str), '--data-parallel-size': ('dp', int),
+                 '--max-num-seqs': ('max_num_seqs', int),
+                 '--max-num-batched-tokens': ('max_num_batched_tokens', int),
+                 '--num-gpu-blocks-override': ('num_gpu_blocks', int),
+                 '--decode-speedup-ratio': ('decode_speedup_ratio', float),
+                 '--kv-transfer-bandwidth': ('kv_transfer_bandwidth', float),
                  '--kv-bytes-per-token': ('kv_bytes_per_token', int)}
 
 def workers_from_graph(graph:dict) -> tuple[list[dict], str]:
@@ -136,7 +162,8 @@ def _sha256(path) -> str|None:
     return hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else None
 
 def workload_record(v:Variant, target:str, r:BenchResult, *, request_count:int|None=None, seed:int|None=None) -> dict:
-    "The workload point `r` of `v` ran: dataset name and source, the trace's facts, the description's hash, the sent prompts' sha256."
+    """The workload point `r` of `v` ran: dataset name and source, the trace's facts, the description's hash, the sent
+    prompts' sha256."""
     name, src = workload_source(v, target, request_count=request_count, seed=seed, generated=r.extra.get('workload'))
     t = load_traces().get(src['trace']) if src.get('trace') else None
     export = r.extra.get('export')
@@ -145,12 +172,14 @@ def workload_record(v:Variant, target:str, r:BenchResult, *, request_count:int|N
             'aiperf_inputs_sha256': _sha256(Path(export).with_name('inputs.json')) if export else None}
 
 def acceptance_record(v:Variant) -> dict:
-    "Speculative decoding per worker (method, draft tokens, acceptance length and source, per-position rates) and the SLA."
+    """Speculative decoding per worker (method, draft tokens, acceptance length and source, per-position rates) and the
+    SLA."""
     from workbench.sim.recipe import accept_rates_of
     out = {}
     for w in v.spec.workers:
         s = w.speculative
-        out[w.name] = {**s.model_dump(mode='json'), 'accept_rates': accept_rates_of(v.recipe, s) if s.method != 'none' else None}
+        out[w.name] = {**s.model_dump(mode='json'),
+                       'accept_rates': accept_rates_of(v.recipe, s) if s.method != 'none' else None}
     return {'speculative': out, 'sla': v.recipe.sla.model_dump()}
 
 # %% ../../nbs/06_studies/04_reproduce.ipynb #968be055
@@ -165,7 +194,8 @@ def target_options(target) -> dict:
 
 def local_max_len(v:Variant, spec:AIPerfSpec) -> int:
     "The generated model's context length the local target gives variant `v` under load `spec`."
-    return max(v.recipe.model.architecture.context_length, spec.isl + spec.prefix_prompt_length + spec.shared_system_prompt_length + spec.osl + 1024)
+    return max(v.recipe.model.architecture.context_length,
+               spec.isl + spec.prefix_prompt_length + spec.shared_system_prompt_length + spec.osl + 1024)
 
 def _pricing(v:Variant) -> dict|None:
     "The prices the sim target gives `v` now (the local target times its mocker workers with them)."
@@ -174,32 +204,39 @@ def _pricing(v:Variant) -> dict|None:
     return p and p.model_dump()
 
 def run_record(v:Variant, r:BenchResult, target, *, graph:dict|None=None, command:list|None=None) -> dict:
-    "How `target` ran point `r` of `v`: 'sim' (setup, prices), 'local' (workers, router, AIPerf spec, model length, prices) or 'target'."
+    """How `target` ran point `r` of `v`: 'sim' (setup, prices), 'local' (workers, router, AIPerf spec, model length,
+    prices) or 'target'."""
     name = target if isinstance(target, str) else target.name
     if name == 'sim' and not isinstance(target, str):
         if not r.modelled: return {'kind': 'sim', 'modelled': False}
         st, _ = target.setup(v); p, src = target.pricing(v)
-        return {'kind': 'sim', 'setup': st.model_dump(mode='json'), 'pricing': p and p.model_dump(), 'pricing_source': src,
+        return {'kind': 'sim', 'setup': st.model_dump(mode='json'), 'pricing': p and p.model_dump(),
+                'pricing_source': src,
                 'requests': target.requests, 'seed': target.seed}
     graph = graph or r.extra.get('graph')
     if name == 'local' and r.engine == 'mocker' and graph:
         spec = AIPerfSpec(**r.extra['spec']) if r.extra.get('spec') else spec_from_command(command)
         ws, mode = workers_from_graph(graph)
-        return {'kind': 'local', 'workers': ws, 'router_mode': mode, 'spec': spec.model_dump(), 'max_len': local_max_len(v, spec),
+        return {'kind': 'local', 'workers': ws, 'router_mode': mode, 'spec': spec.model_dump(),
+                'max_len': local_max_len(v, spec),
                 'pricing': _pricing(v) if getattr(target, 'calibrate', True) else None}
     return {'kind': 'target'}
 
 # %% ../../nbs/06_studies/04_reproduce.ipynb #9dc2aeec
 def commands(b:dict) -> dict:
-    "The commands behind bundle `b`: the target call, AIPerf's argument list, the graph's processes, the study that ran it."
+    """The commands behind bundle `b`: the target call, AIPerf's argument list, the graph's processes, the study that
+    ran it."""
     out = {'target': f"get_target({b['target']!r}, **{b['target_options']!r}).run(variant, [{b['concurrency']}], "
                      f"request_count={b['request_count']!r}, seed={b['seed']!r})"}
-    if b['study'] and b['source'].get('kind') != 'import': out['study'] = f"workbench run {b['model']} --target {b['target']} -p study={b['study']}"
+    if b['study'] and b['source'].get('kind') != 'import': out['study'] = (f"workbench run {b['model']} --target "
+                                                                           f"{b['target']} -p study={b['study']}")
     if cmd := b['source'].get('aiperf_command'): out['aiperf'] = shlex.join(cmd)
-    if procs := (b['source'].get('graph') or {}).get('procs'): out['graph'] = {n: shlex.join(p['cmd']) for n, p in procs.items()}
+    if procs := (b['source'].get('graph') or {}).get('procs'): out['graph'] = {n: shlex.join(p['cmd']) for n,
+                                                                               p in procs.items()}
     return out
 
-def point_bundle(v:Variant, r:BenchResult, target, *, request_count:int|None=None, seed:int|None=None, study:str|None=None,
+def point_bundle(v:Variant, r:BenchResult, target, *, request_count:int|None=None, seed:int|None=None,
+                 study:str|None=None,
                  manifests:str|None=None, source:dict|None=None) -> dict:
     "Everything it takes to run point `r` of variant `v` on `target` (an object, or a name for imported points) again."
     from workbench.targets.k8s.manifests import render_all, to_yaml
@@ -207,73 +244,92 @@ def point_bundle(v:Variant, r:BenchResult, target, *, request_count:int|None=Non
     manifests = manifests if manifests is not None else to_yaml(render_all(v, study))
     src = {**(source or {})}
     if r.extra.get('graph') and 'graph' not in src: src['graph'] = r.extra['graph']
-    if r.extra.get('export') and 'aiperf_command' not in src and (p := Path(r.extra['export']).with_name('aiperf_command.json')).is_file():
+    cmd = Path(r.extra['export']).with_name('aiperf_command.json') if r.extra.get('export') else None
+    if cmd is not None and 'aiperf_command' not in src and (p := cmd).is_file():
         src['aiperf_command'] = json.loads(p.read_text())
-    b = {'bundle_version': BUNDLE_VERSION, 'created': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), 'model': v.recipe.id,
-         'target': tname, 'engine': r.engine, 'provenance': r.provenance, 'concurrency': r.concurrency, 'request_count': request_count,
-         'seed': seed, 'study': study, 'variant': variant_record(v), 'manifests': manifests, 'images': images_of(manifests),
-         'workload': workload_record(v, tname, r, request_count=request_count, seed=seed), 'acceptance': acceptance_record(v),
-         'versions': versions(tname), 'environment': environment(), 'target_options': target_options(target), 'source': src,
+    b = {'bundle_version': BUNDLE_VERSION, 'created': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+         'model': v.recipe.id,
+         'target': tname, 'engine': r.engine, 'provenance': r.provenance, 'concurrency': r.concurrency,
+         'request_count': request_count,
+         'seed': seed, 'study': study, 'variant': variant_record(v), 'manifests': manifests,
+         'images': images_of(manifests),
+         'workload': workload_record(v, tname, r, request_count=request_count, seed=seed),
+         'acceptance': acceptance_record(v),
+         'versions': versions(tname), 'environment': environment(), 'target_options': target_options(target),
+         'source': src,
          'run': run_record(v, r, target, graph=src.get('graph'), command=src.get('aiperf_command')),
-         'result': {'metrics': all_metrics(r), 'request_count': r.request_count, 'total_gpus': r.total_gpus, 'error_band': r.error_band}}
+         'result': {'metrics': all_metrics(r), 'request_count': r.request_count, 'total_gpus': r.total_gpus,
+                    'error_band': r.error_band}}
     b['commands'] = commands(b)
     return b
 
 # %% ../../nbs/06_studies/04_reproduce.ipynb #a84597b2
 def _rerun_sim(b:dict, v:Variant) -> BenchResult:
-    "The simulated point of bundle `b`, from its stored setup and prices (a bundle from before the step physics: its factors alone)."
+    """The simulated point of bundle `b`, from its stored setup and prices (a bundle from before the step physics: its
+    factors alone)."""
     from workbench.sim.engine import SimSetup
     from workbench.sim.physics import Pricing, Factors
     from workbench.targets.sim import SimTarget, cached_point
     from workbench.sim.engine import TELEMETRY_MS
     h = b['run']
-    if not h.get('setup'): return SimTarget(progress=False).point(v, b['concurrency'])        # not modelled: no number, as before
-    p = Pricing.model_validate(h['pricing']) if h.get('pricing') else Pricing(factors=Factors(**h['factors'])) if h.get('factors') else None
+    # not modelled: no number, as before
+    if not h.get('setup'): return SimTarget(progress=False).point(v, b['concurrency'])
+    p = (Pricing.model_validate(h['pricing']) if h.get('pricing') else Pricing(factors=Factors(**h['factors']))
+         if h.get('factors') else None)
     r = cached_point(SimSetup.model_validate(h['setup']), b['concurrency'], pricing=p, telemetry_ms=TELEMETRY_MS)
-    return r.model_copy(update={'model': v.recipe.id, 'topology': v.topology_name, 'variant': v.name, 'variant_hash': v.hash})
+    return r.model_copy(update={'model': v.recipe.id, 'topology': v.topology_name, 'variant': v.name,
+                                'variant_hash': v.hash})
 
 def _rerun_local(b:dict, v:Variant) -> BenchResult:
     "The local mocker point of bundle `b`: the same graph, the same AIPerf load."
-    from workbench.targets.local import LocalGraph, LocalTarget, WorkerSpec, run_points
+    from workbench.targets.local import LocalGraph, LocalTarget, run_points
+    from workbench.targets.workers import WorkerSpec
     from workbench.targets.modelfolder import local_model
     from workbench.sim.physics import Pricing, Factors
     h = b['run']
     ws = [WorkerSpec(**w) for w in h['workers']]
-    if any(w.profile_npz and not Path(w.profile_npz).is_file() for w in ws):     # another machine: rebuild the profiles with the same prices
-        p = Pricing.model_validate(h['pricing']) if h.get('pricing') else Pricing(factors=Factors(**h['factors'])) if h.get('factors') else None
+    # another machine: rebuild the profiles with the same prices
+    if any(w.profile_npz and not Path(w.profile_npz).is_file() for w in ws):
+        p = (Pricing.model_validate(h['pricing']) if h.get('pricing') else Pricing(factors=Factors(**h['factors']))
+             if h.get('factors') else None)
         fresh = LocalTarget(progress=False).plan(v, p)[0]
         ws = [w.model_copy(update={'profile_npz': f.profile_npz}) for w, f in zip(ws, fresh)]
     with LocalGraph(ws, router_mode=h['router_mode'], model=local_model(max_len=h['max_len'])) as g:
-        [r] = run_points(g, AIPerfSpec(**h['spec']), model=v.recipe.id, variant=v.name, variant_hash=v.hash, progress=False, tag='reproduce-')
+        [r] = run_points(g, AIPerfSpec(**h['spec']), model=v.recipe.id, variant=v.name, variant_hash=v.hash,
+                         progress=False, tag='reproduce-')
     return r.model_copy(update={'total_gpus': b['result']['total_gpus']})
 
 def rerun(b:dict, target:str|None=None, options:dict|None=None) -> tuple[BenchResult, list[str]]:
-    "Run the point of bundle `b` again (on its own target, or on `target` with `options`); returns the new result and notes."
+    """Run the point of bundle `b` again (on its own target, or on `target` with `options`); returns the new result and
+    notes."""
     from workbench.domain.registry import TARGETS
     tname, kind = target or b['target'], b['run'].get('kind')
     v, notes = variant_of(b['variant'])
     if tname == b['target'] and kind == 'sim' and not options:
         from workbench.sim.recipe import sim_versions
-        if b['versions'].get('simulator') != sim_versions(): notes.append(f"simulator {b['versions'].get('simulator')} -> {sim_versions()}")
+        if b['versions'].get('simulator') != sim_versions(): notes.append(f"simulator {b['versions'].get('simulator')} "
+                                                                          f"-> {sim_versions()}")
         return _rerun_sim(b, v), notes
     if tname == b['target'] and kind == 'local' and not options: return _rerun_local(b, v), notes
     allowed = inspect.signature(TARGETS.get(tname)).parameters
-    opts = {k: x for k, x in {**(b['target_options'] if tname == b['target'] else {}), **(options or {}), 'progress': False}.items() if k in allowed}
+    opts = {k: x for k, x in {**(b['target_options'] if tname == b['target'] else {}), **(options or {}),
+                              'progress': False}.items() if k in allowed}
     t = TARGETS.get(tname)(**opts)
-    n = b['request_count'] if tname == b['target'] and not options else None          # another target or other options: their own load
+    # another target or other options: their own load
+    n = b['request_count'] if tname == b['target'] and not options else None
     t.configure(study=b.get('study'), request_count=n, seed=b['seed'] if b['seed'] is not None else 42)
     try: [r] = t.run(v, [b['concurrency']], request_count=n, seed=b['seed'])
     finally: t.teardown()
     return r, notes
 
 # %% ../../nbs/06_studies/04_reproduce.ipynb #ce028ff5
-COMPARED = (('output_tok_s_per_gpu', 'avg', 'tok/s/GPU'), ('time_to_first_token', 'p50', 'TTFT p50 (ms)'),
-            ('inter_token_latency', 'p50', 'ITL p50 (ms)'), ('output_token_throughput_per_user', 'p50', 'tok/s/user p50'),
-            ('request_latency', 'p50', 'latency p50 (ms)'))
-BAND_OF = {'output_tok_s_per_gpu': 'output_token_throughput'}
+COMPARED = ((COL_GPU_TPS, 'avg', 'tok/s/GPU'), (TTFT, 'p50', 'TTFT p50 (ms)'),
+            (ITL, 'p50', 'ITL p50 (ms)'), (USER_TPS, 'p50', 'tok/s/user p50'),
+            (REQUEST_LATENCY, 'p50', 'latency p50 (ms)'))
+BAND_OF = {COL_GPU_TPS: OUTPUT_TPS}
 
 def _stat(r:BenchResult, metric:str, stat:str) -> float|None:
-    return r.output_tok_s_per_gpu if metric == 'output_tok_s_per_gpu' else r.value(metric, stat)
+    return r.output_tok_s_per_gpu if metric == COL_GPU_TPS else r.value(metric, stat)
 
 HOST_SPREAD = ((1.0, 0.025), (math.inf, 0.05))     # (load per core up to, run-to-run relative standard deviation)
 
@@ -284,7 +340,7 @@ def host_spread(load:float|None) -> float:
 
 def sampling(r:BenchResult, metric:str) -> float:
     "Relative standard error of `metric`'s statistic within run `r` (unknown spread: the loaded host's)."
-    m = r.metrics.get('request_latency' if metric == 'output_tok_s_per_gpu' else metric)
+    m = r.metrics.get(REQUEST_LATENCY if metric == COL_GPU_TPS else metric)
     if m is None or not m.avg or m.std is None or r.request_count < 2: return HOST_SPREAD[-1][1]
     return 1.25*m.std/m.avg/math.sqrt(r.request_count)
 
@@ -293,17 +349,20 @@ def noise(old:BenchResult, new:BenchResult, metric:str, *, loads:tuple=(None, No
     return z*math.sqrt(sum(sampling(r, metric)**2 for r in (old, new)) + sum(host_spread(x)**2 for x in loads))
 
 def compare(old:BenchResult, new:BenchResult, *, exact:bool=False, loads:tuple=(None, None)) -> pd.DataFrame:
-    "Old against new per compared statistic: values, relative change, tolerance ('exact' or a share; hosts at `loads`) and whether it holds."
+    """Old against new per compared statistic: values, relative change, tolerance ('exact' or a share; hosts at `loads`)
+    and whether it holds."""
     from workbench.sim.trust import combine
     rows = []
     for metric, stat, label in COMPARED:
         a, b = _stat(old, metric, stat), _stat(new, metric, stat)
         if a is None and b is None: continue
         if exact: tol = 0.0
-        else: tol = combine(old.error_band.get(BAND_OF.get(metric, metric)) if old.target != new.target else None, noise(old, new, metric, loads=loads))
+        else: tol = combine(old.error_band.get(BAND_OF.get(metric, metric)) if old.target != new.target else None,
+                            noise(old, new, metric, loads=loads))
         change = None if a is None or b is None or a == 0 else b/a - 1
         ok = (a == b) if exact else (change is not None and abs(change) <= tol)
-        rows.append({'metric': label, 'old': a, 'new': b, 'change': change, 'tolerance': 'exact' if exact else f'\u00b1{100*tol:.1f}%', 'ok': ok})
+        rows.append({'metric': label, 'old': a, 'new': b, 'change': change,
+                     'tolerance': 'exact' if exact else f'\u00b1{100*tol:.1f}%', 'ok': ok})
     return pd.DataFrame(rows)
 
 # %% ../../nbs/06_studies/04_reproduce.ipynb #6b76597f
@@ -324,36 +383,45 @@ class Reproduction(BaseModel):
 
     @property
     def unmodelled(self) -> bool:
-        "True when the point has no number, then and now (a setting the simulator does not model): nothing to compare, nothing moved."
+        """True when the point has no number, then and now (a setting the simulator does not model): nothing to compare,
+        nothing moved."""
         return not self.old.modelled and not self.new.modelled
 
     def verdict(self) -> str:
         "One line: reproduced exactly, within the noise, or not (naming what moved)."
         if self.unmodelled: return 'not modelled: no number, then or now (the simulator does not model this change)'
-        if self.ok: return 'reproduced exactly: every AIPerf statistic is identical' if self.exact and all_metrics(self.old) == all_metrics(self.new) \
-                           else 'reproduced within its noise' if self.target == self.new_target else f'{self.new_target} agrees with {self.target} within the band and the noise'
+        if self.ok and self.exact and all_metrics(self.old) == all_metrics(self.new):
+            return 'reproduced exactly: every AIPerf statistic is identical'
+        if self.ok: return ('reproduced within its noise' if self.target == self.new_target
+                            else f'{self.new_target} agrees with {self.target} within the band and the noise')
         bad = ', '.join(self.table[~self.table.ok].metric)
         return f'NOT reproduced: {bad} moved beyond ' + ('exactness' if self.exact else 'the tolerance')
 
     def text(self) -> str:
         "The comparison as a printable table with its verdict."
         if self.unmodelled: return self.verdict()
-        t = self.table.assign(old=self.table.old.map(lambda x: f'{x:.2f}' if x is not None else '-'), new=self.table.new.map(lambda x: f'{x:.2f}' if x is not None else '-'),
-                              change=self.table.change.map(lambda x: f'{100*x:+.1f}%' if x is not None else '-'), ok=self.table.ok.map({True: 'yes', False: 'NO'}))
-        head = f'run {self.run_id}: {self.old.model} {self.old.variant} @c{self.old.concurrency}, {self.target} -> {self.new_target}'
+        t = self.table.assign(old=self.table.old.map(lambda x: f'{x:.2f}' if x is not None else '-'),
+                              new=self.table.new.map(lambda x: f'{x:.2f}' if x is not None else '-'),
+                              change=self.table.change.map(lambda x: f'{100*x:+.1f}%' if x is not None else '-'),
+                              ok=self.table.ok.map({True: 'yes', False: 'NO'}))
+        head = (f'run {self.run_id}: {self.old.model} {self.old.variant} @c{self.old.concurrency}, {self.target} -> '
+                f'{self.new_target}')
         return '\n'.join([head, report.text_table(t, drop=()), *[f'note: {n}' for n in self.notes], self.verdict()])
 
 def _point_run(c, run_id:str):
     "The MLflow run `run_id` when it is a point; an unknown id or a study's parent run is refused, saying which."
-    try: run = tracking._retry(c.get_run, run_id)
+    try: run = tracking.retry(c.get_run, run_id)
     except WorkbenchError: raise
     except Exception:
         raise WorkbenchError(f'no run {short(run_id, 60)} in the MLflow store', 'reproduce a point',
-                             'pass the run id of a point: `workbench compare MODEL` lists them (another store: --tracking-uri)') from None
+                             'pass the run id of a point: `workbench compare MODEL` lists them (another store: '
+                             '--tracking-uri)') from None
     t = run.data.tags
     if t.get('workbench.kind') == 'study':
-        raise WorkbenchError(f"run {run_id} is the parent run of study {t.get('workbench.study')}, not a point", 'reproduce a point',
-                             f"pass one of its points: `workbench compare {t.get('workbench.model', 'MODEL')} --study {t.get('workbench.study')}` lists them")
+        raise WorkbenchError(f"run {run_id} is the parent run of study {t.get('workbench.study')}, not a point",
+                             'reproduce a point',
+                             f"pass one of its points: `workbench compare {t.get('workbench.model', 'MODEL')} --study "
+                             f"{t.get('workbench.study')}` lists them")
     return run
 
 def load_bundle(run_id:str, *, tracking_uri:str|None=None) -> dict:
@@ -362,18 +430,22 @@ def load_bundle(run_id:str, *, tracking_uri:str|None=None) -> dict:
     with tempfile.TemporaryDirectory() as d:
         try: p = tracking.download(c, run_id, 'bundle.json', d)
         except Exception:
-            run = _point_run(c, run_id)              # why not: an unknown id and a study's parent run say so; a point lacks its bundle
+            # why not: an unknown id and a study's parent run say so; a point lacks its bundle
+            run = _point_run(c, run_id)
             raise WorkbenchError(f'run {run_id} ({run.info.run_name}) has no bundle.json', 'reproduce a point',
-                                 'points logged before bundles existed cannot be rerun from one: run them again (`workbench run` with the same study id)') from None
+                                 'points logged before bundles existed cannot be rerun from one: run them again '
+                                 '(`workbench run` with the same study id)') from None
         return json.loads(Path(p).read_text())
 
 def reproduce(run_id:str, *, target:str|None=None, options:dict|None=None, tracking_uri:str|None=None) -> Reproduction:
-    "Run the point of MLflow run `run_id` again from its bundle (on its target, or on `target` with `options`) and compare."
+    """Run the point of MLflow run `run_id` again from its bundle (on its target, or on `target` with `options`) and
+    compare."""
     b = load_bundle(run_id, tracking_uri=tracking_uri)
     old = tracking.point_result(run_id, tracking_uri=tracking_uri)
     new, notes = rerun(b, target, options)
     exact = b['target'] == 'sim' and (target or 'sim') == 'sim' and not options
     loads = (b['environment'].get('load_per_core'), load_per_core())
-    if not exact: notes.append('host load per core: ' + ' -> '.join('unknown' if x is None else f'{x:.2f}' for x in loads))
+    if not exact: notes.append('host load per core: ' + ' -> '.join('unknown' if x is None else f'{x:.2f}'
+                                                                    for x in loads))
     return Reproduction(run_id=run_id, target=b['target'], new_target=target or b['target'], old=old, new=new,
                         table=compare(old, new, exact=exact, loads=loads), exact=exact, notes=notes)

@@ -7,10 +7,13 @@ from __future__ import annotations
 import ast, json, logging, os, signal, sys, textwrap, threading
 from dataclasses import dataclass
 from pathlib import Path
-from ..base.core import WorkbenchError, DiskFull, repo_root, runs_dir, runs_root, fs_error, is_disk_full, ipc_kernel_manager, KERNEL_START_S, import_soon, lean_jsonschema
+from ..base.core import (WorkbenchError, DiskFull, repo_root, runs_dir, runs_root, fs_error, is_disk_full,
+                                 ipc_kernel_manager, KERNEL_START_S, import_soon, lean_jsonschema)
 from ..base.inputs import short, finite_positive, check_slug, check_writable_dir
-from ..domain.recipes import list_recipes
+from ..domain.loading import list_recipes
 from ..domain.results import MIN_STABLE_REQUESTS, too_few_requests
+from ..domain.metrics import OUTPUT_TPS
+
 
 # %% auto #0
 __all__ = ['study_notebook', 'parse_params', 'notebook_parameters', 'parameters_help', 'check_params', 'PlannedRun', 'preflight',
@@ -20,7 +23,8 @@ __all__ = ['study_notebook', 'parse_params', 'notebook_parameters', 'parameters_
 def study_notebook(model:str) -> Path:
     "The study notebook of `model` (a recipe id): `nbs/studies/<id with _ for ->.ipynb`."
     models = list_recipes()
-    if model not in models: raise WorkbenchError(f'unknown model {short(model, 60)}', 'find study notebook', f'use one of {sorted(models)}')
+    if model not in models: raise WorkbenchError(f'unknown model {short(model, 60)}', 'find study notebook',
+                                                 f'use one of {sorted(models)}')
     return repo_root()/'nbs'/'studies'/f"{model.replace('-', '_')}.ipynb"
 
 def parse_params(pairs:list[str]) -> dict:
@@ -28,15 +32,19 @@ def parse_params(pairs:list[str]) -> dict:
     out = {}
     for p in pairs or []:
         k, eq, v = p.partition('=')
-        if not eq or not k.strip(): raise WorkbenchError(f'parameter {short(p, 60)} is not name=value', 'parse -p', 'write -p name=value, e.g. -p request_count=200')
-        if len(v) > 100_000: raise WorkbenchError(f'parameter {k.strip()} has a {len(v):,}-character value', 'parse -p', 'pass a shorter value')
+        if not eq or not k.strip(): raise WorkbenchError(f'parameter {short(p, 60)} is not name=value', 'parse -p',
+                                                         'write -p name=value, e.g. -p request_count=200')
+        if len(v) > 100_000: raise WorkbenchError(f'parameter {k.strip()} has a {len(v):,}-character value',
+                                                  'parse -p', 'pass a shorter value')
         try: out[k.strip()] = ast.literal_eval(v)
         except (ValueError, SyntaxError, TypeError): out[k.strip()] = v
-        except (RecursionError, MemoryError): raise WorkbenchError(f'parameter {k.strip()} nests too deeply', 'parse -p', 'pass a flat list or dict') from None
+        except (RecursionError, MemoryError): raise WorkbenchError(f'parameter {k.strip()} nests too deeply',
+                                                                   'parse -p', 'pass a flat list or dict') from None
     return out
 
 def notebook_parameters(model:str) -> dict:
-    "The parameters the study notebook of `model` declares in its `parameters` cell, as {name: (type, default source, help)} (read without papermill)."
+    """The parameters the study notebook of `model` declares in its `parameters` cell, as {name: (type, default source,
+    help)} (read without papermill)."""
     nb = json.loads(study_notebook(model).read_text())
     src = next(''.join(c['source']) for c in nb['cells'] if 'parameters' in c.get('metadata', {}).get('tags', []))
     lines, out = src.splitlines(), {}
@@ -47,13 +55,16 @@ def notebook_parameters(model:str) -> dict:
     return out
 
 def parameters_help(model:str='motif-3') -> str:
-    "Every `-p` name with its type, default and meaning (the study notebook's parameters cell), and the models whose defaults differ."
+    """Every `-p` name with its type, default and meaning (the study notebook's parameters cell), and the models whose
+    defaults differ."""
     decl = notebook_parameters(model)
     out = ['notebook parameters (-p NAME=VALUE; values are Python literals):']
-    out += [textwrap.fill(f'{k} ({t}, default {d if len(d) <= 40 else d[:37] + "..."}): {h}', 118, initial_indent='  ', subsequent_indent='      ')
+    out += [textwrap.fill(f'{k} ({t}, default {d if len(d) <= 40 else d[:37] + "..."}): {h}', 118, initial_indent='  ',
+                          subsequent_indent='      ')
             for k, (t, d, h) in decl.items() if k != 'model']
     for m in list_recipes():
-        if diff := [f'{k}={d}' for k, (_, d, _) in notebook_parameters(m).items() if k != 'model' and decl.get(k, (0, d))[1] != d]:
+        if diff := [f'{k}={d}' for k,
+                    (_, d, _) in notebook_parameters(m).items() if k != 'model' and decl.get(k, (0, d))[1] != d]:
             out.append(f'  {m} defaults: {", ".join(diff)}')
     return '\n'.join(out)
 
@@ -61,11 +72,13 @@ def check_params(model:str, params:dict) -> None:
     "Refuse parameters the notebook does not declare, and values of the wrong type."
     decl = notebook_parameters(model)
     for k, v in params.items():
-        if k not in decl: raise WorkbenchError(f'unknown parameter {short(k, 40)} for the {model} study', 'check notebook parameters', f'use one of {sorted(decl)}')
+        if k not in decl: raise WorkbenchError(f'unknown parameter {short(k, 40)} for the {model} study',
+                                               'check notebook parameters', f'use one of {sorted(decl)}')
         want = decl[k][0]
         types = {'int': int, 'float': (int, float), 'str': str, 'bool': bool, 'list': list, 'dict': dict}
         if want in types and not isinstance(v, types[want]) or (want in ('int', 'float') and isinstance(v, bool)):
-            raise WorkbenchError(f'parameter {k}={short(v, 60)} is {type(v).__name__}, the notebook expects {want}', 'check notebook parameters',
+            raise WorkbenchError(f'parameter {k}={short(v, 60)} is {type(v).__name__}, the notebook expects {want}',
+                                 'check notebook parameters',
                                  f"pass {'an' if want[0] in 'aeiou' else 'a'} {want} (default {decl[k][1]})")
 
 # %% ../../nbs/06_studies/07_runner.ipynb #f9e9fc16
@@ -76,7 +89,8 @@ def _literal(text):
 
 @dataclass
 class PlannedRun:
-    "A study notebook run that passed `preflight`: the model, the study id, the store and the parameters papermill gets."
+    """A study notebook run that passed `preflight`: the model, the study id, the store and the parameters papermill
+    gets."""
     model: str
     study: str
     tracking_uri: str|None
@@ -89,71 +103,92 @@ class PlannedRun:
 
 def _target_options(p:dict) -> dict:
     "The target options the study notebook builds from its parameters (the same dict, so the study id matches)."
-    k8s = {'context': p.get('kube_context') or None, 'namespace': p.get('namespace'), 'rehearsal': p.get('rehearsal', False)} if p['target'] == 'k8s' else {}
+    k8s = {'context': p.get('kube_context') or None, 'namespace': p.get('namespace'),
+           'rehearsal': p.get('rehearsal', False)} if p['target'] == 'k8s' else {}
     return {**k8s, **(p.get('options') or {})}
 
 def preflight(model:str, params:dict) -> PlannedRun:
-    "Check everything a study notebook run needs before anything is created: parameters, recipe, plan, memory, target, store, runs folder, lock."
-    check_params(model, params)                                        # the cheap checks first: a bad argument is refused in a second
+    """Check everything a study notebook run needs before anything is created: parameters, recipe, plan, memory, target,
+    store, runs folder, lock."""
+    # the cheap checks first: a bad argument is refused in a second
+    check_params(model, params)
     if params.get('model', model) != model:
-        raise WorkbenchError(f"parameter model={short(params['model'], 60)} names another model than this {model} study", 'check notebook parameters',
+        other = short(params['model'], 60)
+        raise WorkbenchError(f'parameter model={other} names another model than this {model} study',
+                             'check notebook parameters',
                              f"run that model's own study: workbench run {short(params['model'], 60)}")
     p = {k: _literal(v[1]) for k, v in notebook_parameters(model).items()} | params
     if p.get('study'): check_slug(p['study'], 'study id', 'check notebook parameters')
-    if p.get('rehearsal') and p['target'] != 'k8s': raise WorkbenchError('rehearsal mode is a mode of the k8s target', 'check notebook parameters', 'add --target k8s, or leave out --rehearsal')
+    if p.get('rehearsal') and p['target'] != 'k8s': raise WorkbenchError('rehearsal mode is a mode of the k8s target',
+                                                                         'check notebook parameters',
+                                                                         'add --target k8s, or leave out --rehearsal')
     if p.get('search') and not finite_positive(p.get('search_budget_s', 60)):
-        raise WorkbenchError(f"search_budget_s={p.get('search_budget_s')}: the search needs some seconds", 'check notebook parameters', 'pass -p search_budget_s=60 (or more)')
+        raise WorkbenchError(f"search_budget_s={p.get('search_budget_s')}: the search needs some seconds",
+                             'check notebook parameters', 'pass -p search_budget_s=60 (or more)')
     from workbench.studies.study import check_study, study_id, study_params
     from workbench.tracking.lock import lock_path, lock_holder
     from workbench.tracking import runs as tracking
     uri = p.get('tracking_uri') or None
-    tracking.check_store(uri)                                          # a store that is down, refuses the password, or is corrupt
+    # a store that is down, refuses the password, or is corrupt
+    tracking.check_store(uri)
     check_writable_dir(runs_root(), 'runs folder', 'check the runs folder')
     kw = dict(groups=p.get('groups'), custom=p.get('custom') or None, concurrencies=p.get('concurrencies') or None,
               request_count=p.get('request_count'), seed=p.get('seed', 42), target_options=_target_options(p))
-    chk = check_study(model, target=p['target'], topology=p.get('topology') or None, overrides=p.get('overrides') or None, study=p.get('study') or None, **kw)
+    chk = check_study(model, target=p['target'], topology=p.get('topology') or None,
+                      overrides=p.get('overrides') or None, study=p.get('study') or None, **kw)
     sid = p.get('study') or study_id(model, chk.target.name, study_params(model, chk.target, chk.plan, **kw))
     if who := lock_holder(lock_path(sid, uri)):
-        raise WorkbenchError(f'study {sid} is already running ({who})', 'start the study', 'wait for it to finish (then re-run to resume), or pass another study id')
+        raise WorkbenchError(f'study {sid} is already running ({who})', 'start the study',
+                             'wait for it to finish (then re-run to resume), or pass another study id')
     return PlannedRun(model, sid, uri, {**params, 'study': sid}, _plan_notes(model, params, chk.plan))
 
 def _plan_notes(model:str, params:dict, plan:list) -> tuple[str, ...]:
-    "Lines that say what a study will do where its parameters do not show it: variants planned, no groups, the model's own defaults."
+    """Lines that say what a study will do where its parameters do not show it: variants planned, no groups, the model's
+    own defaults."""
     out = [f'{model}: {len([x for x in plan if x.variant is not None])} variant(s) planned' +
-           (' (groups=[]: no setting-group variants, only the recipe and its baselines)' if params.get('groups') == [] else '')]
+           (' (groups=[]: no setting-group variants, only the recipe and its baselines)' if params.get('groups') == []
+            else '')]
     n = params.get('request_count')
     if isinstance(n, int) and not isinstance(n, bool) and too_few_requests(n):
         from workbench.sim.recipe import shipped_validation
-        cv = shipped_validation().get('noise', {}).get('output_token_throughput')
+        cv = shipped_validation().get('noise', {}).get(OUTPUT_TPS)
         out.append(f'request_count={n}: fewer than {MIN_STABLE_REQUESTS} requests per point give unstable figures'
-                   + (f' (seed noise about \u00b1{cv*(1805/n)**0.5:.0%} tok/s/GPU at {n}, \u00b1{cv:.1%} at the recipe trace\'s 1,805)' if cv else '')
-                   + f'; ask for at least {MIN_STABLE_REQUESTS}')
+                   + (f' (seed noise about \u00b1{cv*(1805/n)**0.5:.0%} tok/s/GPU at {n}, \u00b1{cv:.1%} at the recipe '
+                      'trace\'s 1,805)' if cv else '') + f'; ask for at least {MIN_STABLE_REQUESTS}')
     base, own = notebook_parameters('motif-3'), notebook_parameters(model)
-    if diff := [f'{k}={d}' for k, (_, d, _) in own.items() if k != 'model' and k not in params and base.get(k, (0, d))[1] != d]:
+    if diff := [f'{k}={d}' for k,
+                (_, d, _) in own.items() if k != 'model' and k not in params and base.get(k, (0, d))[1] != d]:
         out.append(f'{model} study defaults: {", ".join(diff)} (set with -p; see workbench run --help)')
     return tuple(out)
 
 # %% ../../nbs/06_studies/07_runner.ipynb #06afc9a3
 class StudyStopped(WorkbenchError):
-    "The study notebook started but did not run to its end (an error inside it, a full disk); `run` says which points failed."
+    """The study notebook started but did not run to its end (an error inside it, a full disk); `run` says which points
+    failed."""
 
 def _notebook_error(model:str, e, out:Path) -> WorkbenchError:
     "One WorkbenchError (one Fix) for an exception raised inside the study notebook."
     ev = str(e.evalue)
-    if '. Fix: ' in ev and ': ' in ev.partition('. Fix: ')[0]:   # a WorkbenchError raised in the kernel: keep its op, what and fix
+    # a WorkbenchError raised in the kernel: keep its op, what and fix
+    if '. Fix: ' in ev and ': ' in ev.partition('. Fix: ')[0]:
         head, _, fix = ev.rpartition('. Fix: ')
         op, _, what = head.partition(': ')
-        return (DiskFull if e.ename == 'DiskFull' else StudyStopped)(what, op, f'{fix.strip()} (the partial notebook is {out})')
+        return (DiskFull if e.ename == 'DiskFull'
+                else StudyStopped)(what, op, f'{fix.strip()} (the partial notebook is {out})')
     first = next((l.strip() for l in ev.splitlines() if l.strip()), '')
-    if is_disk_full(RuntimeError(ev)):          # a chart, report or store write in a late cell: the same full disk, the same exit
-        return DiskFull(f'no space left on a disk the study writes to (cell {e.exec_count} raised {e.ename}: {short(first, 200)})', f'run the {model} study notebook',
-                        f'free space there (or point $WORKBENCH_RUNS at a larger disk), then run the same command again: finished points are kept (the partial notebook is {out})')
+    # a chart, report or store write in a late cell: the same full disk, the same exit
+    if is_disk_full(RuntimeError(ev)):
+        return DiskFull(f'no space left on a disk the study writes to (cell {e.exec_count} raised {e.ename}: '
+                        f'{short(first, 200)})', f'run the {model} study notebook',
+                        'free space there (or point $WORKBENCH_RUNS at a larger disk), then run the same command '
+                        f'again: finished points are kept (the partial notebook is {out})')
     return StudyStopped(f'cell {e.exec_count} raised {e.ename}: {short(first, 300)}', f'run the {model} study notebook',
                         f'open the partial notebook {out} to see the failing cell')
 
 
 def show_event(ev:dict, *, quiet:bool=False, shown:set|None=None):
-    "Print one progress event as `workbench run` does: a failed point on stderr, quiet or not (its name kept in `shown`); anything else on stdout unless `quiet`."
+    """Print one progress event as `workbench run` does: a failed point on stderr, quiet or not (its name kept in
+    `shown`); anything else on stdout unless `quiet`."""
     from workbench.base import progress as prog
     if ev.get('kind') == 'point' and ev.get('status') == 'failed':
         if shown is not None: shown.add(ev.get('name'))
@@ -164,11 +199,16 @@ class _Stopped(Exception):
     "No cell starts after a Ctrl-C (raised by `_CtrlC.before_cell` inside papermill)."
 
 class _CtrlC:
-    """Ctrl-C while papermill runs a study notebook. papermill's own handling raises KeyboardInterrupt here and shuts the kernel down
-    under the running cell (a ZMQ traceback from the kernel, a dead-kernel message); instead, the first Ctrl-C interrupts the kernel
-    (the cell in flight raises KeyboardInterrupt: the study marks its points KILLED and they run again next time) and no further cell
-    starts; papermill then shuts the kernel down and `execute` raises one KeyboardInterrupt. A second Ctrl-C kills the kernel at once."""
-    LOGGERS = ('papermill', 'traitlets', 'nbclient', 'asyncio')   # their dead-kernel and pending-task messages, silenced after a Ctrl-C
+    """Ctrl-C while papermill runs a study notebook. papermill's own handling raises KeyboardInterrupt here and shuts
+    the kernel down
+    under the running cell (a ZMQ traceback from the kernel, a dead-kernel message); instead, the first Ctrl-C
+    interrupts the kernel
+    (the cell in flight raises KeyboardInterrupt: the study marks its points KILLED
+     and they run again next time) and no further cell
+    starts; papermill then shuts the kernel down and `execute` raises one KeyboardInterrupt. A second Ctrl-C kills the
+    kernel at once."""
+    # their dead-kernel and pending-task messages, silenced after a Ctrl-C
+    LOGGERS = ('papermill', 'traitlets', 'nbclient', 'asyncio')
     def __init__(self): self.kernels, self.hits, self.levels = [], 0, {}
 
     def manager_class(self):
@@ -191,12 +231,14 @@ class _CtrlC:
         "The SIGINT handler: interrupt the kernel the first time, kill it the second."
         self.hits += 1
         for name in self.LOGGERS:
-            self.levels.setdefault(name, logging.getLogger(name).level); logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+            self.levels.setdefault(name, logging.getLogger(name).level)
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
         if self.hits > 1: self._signal(signal.SIGKILL); raise KeyboardInterrupt
         self._signal(signal.SIGINT)
 
     def restore(self):
-        "Give the loggers their levels back; asyncio's stays silent (a task papermill left pending reports itself when it is collected)."
+        """Give the loggers their levels back; asyncio's stays silent (a task papermill left pending reports itself when
+        it is collected)."""
         for name, level in self.levels.items():
             if name != 'asyncio': logging.getLogger(name).setLevel(level)
 
@@ -205,13 +247,16 @@ class _CtrlC:
         if self.hits: raise _Stopped('interrupted')
 
 def _papermill(model:str, out:Path, params:dict):
-    "Run `model`'s study notebook into `out` with papermill; Ctrl-C (in the main thread) goes through `_CtrlC`, which ends it with one KeyboardInterrupt."
+    """Run `model`'s study notebook into `out` with papermill; Ctrl-C (in the main thread) goes through `_CtrlC`, which
+    ends it with one KeyboardInterrupt."""
     import papermill as pm
     ctl, main = _CtrlC(), threading.current_thread() is threading.main_thread()
     old = signal.signal(signal.SIGINT, ctl.hit) if main else None
     try:
-        pm.execute_notebook(str(study_notebook(model)), str(out), parameters=params, cwd=str(repo_root()/'nbs'/'studies'),
-                            progress_bar=False, kernel_name='python3', kernel_manager_class=ctl.manager_class(), store_widget_state=False,
+        pm.execute_notebook(str(study_notebook(model)), str(out), parameters=params, cwd=str(repo_root()/'nbs'
+                /'studies'),
+                            progress_bar=False, kernel_name='python3', kernel_manager_class=ctl.manager_class(),
+                            store_widget_state=False,
                             start_timeout=KERNEL_START_S, on_cell_start=ctl.before_cell)
     except Exception as e:
         if ctl.hits or getattr(e, 'ename', None) == 'KeyboardInterrupt': raise KeyboardInterrupt from None
@@ -222,15 +267,18 @@ def _papermill(model:str, out:Path, params:dict):
     if ctl.hits: raise KeyboardInterrupt
 
 def execute(plan:PlannedRun, progress:bool=True, *, shown:set|None=None) -> Path:
-    "Run a planned study notebook with papermill into runs/<study>/ while holding the study's lock, printing its points as they finish (`show_event`); returns the executed notebook."
+    """Run a planned study notebook with papermill into runs/<study>/ while holding the study's lock, printing its
+    points as they finish (`show_event`); returns the executed notebook."""
     lean_jsonschema(); import papermill as pm               # nothing here checks IRIs (`core.lean_jsonschema`)
     from workbench.tracking.lock import study_lock
     from workbench.base import progress as prog
     model, out, feed, stop = plan.model, plan.notebook, plan.folder/prog.FILE, threading.Event()
     with study_lock(plan.study, plan.tracking_uri) as lock:
-        old = os.environ.get('WORKBENCH_STUDY_LOCK'); os.environ['WORKBENCH_STUDY_LOCK'] = str(lock)   # the kernel's run_study uses this lock
+        # the kernel's run_study uses this lock
+        old = os.environ.get('WORKBENCH_STUDY_LOCK'); os.environ['WORKBENCH_STUDY_LOCK'] = str(lock)
         tail = threading.Thread(target=prog.follow, args=(feed, stop), daemon=True,
-                                kwargs={'offset': feed.stat().st_size if feed.exists() else 0, 'handle': lambda ev: show_event(ev, quiet=not progress, shown=shown)})
+                                kwargs={'offset': feed.stat().st_size if feed.exists() else 0,
+                                        'handle': lambda ev: show_event(ev, quiet=not progress, shown=shown)})
         try:
             try: runs_dir(); plan.folder.mkdir(parents=True, exist_ok=True)
             except OSError as e: raise fs_error(e, 'create the study folder', plan.folder) from None
@@ -253,7 +301,8 @@ def _drop_if_partial(nb:Path):
     except (OSError, ValueError): nb.unlink(missing_ok=True)
 
 def run_notebook(model:str, target:str='sim', params:dict|None=None, progress:bool=True) -> Path:
-    "Execute `model`'s study notebook on `target` with `params` (after `preflight`); returns the executed notebook's path."
+    """Execute `model`'s study notebook on `target` with `params` (after `preflight`); returns the executed notebook's
+    path."""
     return execute(preflight(model, {**(params or {}), 'target': target}), progress)
 
 def _log_executed(model:str, study:str, path:Path, uri:str|None):

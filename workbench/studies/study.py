@@ -4,32 +4,30 @@
 
 # %% ../../nbs/06_studies/02_study.ipynb #a947a1d4
 from __future__ import annotations
-import math, os, re, socket, textwrap, time, traceback
-from contextlib import contextmanager
+import os, re, socket, time, traceback
 from pathlib import Path
 from typing import NamedTuple
-import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
-from ..base.core import WorkbenchError, DiskFull, content_hash, runs_dir, runs_root, is_disk_full, sweep_tmp, fs_error, mem_available
+from pydantic import BaseModel, ConfigDict
+from ..base.core import WorkbenchError, DiskFull, content_hash, runs_dir, is_disk_full, sweep_tmp, mem_available
 from ..base.inputs import check_slug, short, check_study_inputs, check_reach, check_memory
-from ..domain.recipes import Recipe, load_recipe
+from ..domain.recipes import Recipe
+from ..domain.loading import load_recipe
 from ..domain.variants import Variant, GROUPS, recipe_variant, baseline, variant
 from ..targets.k8s.manifests import render_all, to_yaml
-from ..domain.results import BenchResult, SLA, sla_verdict, user_tok_s, is_finding
-from ..checks.functional import Verdict, gate
+from ..domain.results import BenchResult, SLA, user_tok_s
+from ..checks.functional import Verdict
 from ..domain.registry import TARGETS, get_target
 from ..targets.base import Target, plain_options
 from ..tracking import runs as tracking, naming as layout
+from ..tracking.query import study_runs
 from . import report, reproduce, findings as fd
 from ..base import progress
-from ..tracking.lock import study_lock, lock_path, lock_holder
+from ..tracking.lock import study_lock
+from ..domain.metrics import COL_GPU_TPS, OUTPUT_TPS, TTFT
 
 # %% auto #0
 __all__ = ['KV_EVENTS', 'RUN_CONTROL', 'generic_candidates', 'candidates', 'Planned', 'plan_study', 'point_key', 'StudyOutcome',
-           'StudyArgs', 'study_id', 'study_params', 'CheckedStudy', 'check_study', 'run_study', 'resume_note',
-           'results_table', 'sla_best_table', 'best_per_group', 'published_vs_reproduced', 'excluded_table',
-           'recipe_summary', 'study_intro', 'sla_text', 'study_deltas', 'study_charts', 'study_findings',
-           'summary_text']
+           'StudyArgs', 'study_id', 'study_params', 'CheckedStudy', 'check_study', 'run_study', 'resume_note']
 
 # %% ../../nbs/06_studies/02_study.ipynb #23a86e20
 KV_EVENTS = {'enable_kv_cache_events': True, 'publisher': 'zmq', 'topic': 'kv-events', 'endpoint': 'tcp://*:20080'}
@@ -38,14 +36,19 @@ def generic_candidates(v:Variant) -> dict[str, list[dict]]:
     "One or two sensible alternatives per setting group for variant `v` (usually the recipe)."
     w, f = v.spec.workers[0], v.spec.frontend.routing
     p, c, s, k = w.parallelism, w.cache, w.speculative, w.kernels
-    out = {'parallelism': [{'expert_parallel': not p.expert_parallel}, {'tensor_parallel_size': p.tensor_parallel_size*2}],
-           'routing': [{'mode': 'round-robin', 'kv_events': False}] if f.mode == 'kv' else [{'mode': 'kv', 'kv_events': True, 'kv_events_config': KV_EVENTS}],
-           'cache': [{'max_num_seqs': (c.max_num_seqs or 256)//2}, {'prefix_caching': not (c.prefix_caching is not False)}],
-           'speculative': [] if s.method == 'none' else [{'method': 'none', 'num_tokens': None, 'acceptance_length': None, 'acceptance_length_source': None}],
+    out = {'parallelism': [{'expert_parallel': not p.expert_parallel}, {'tensor_parallel_size': p.tensor_parallel_size
+            *2}],
+           'routing': [{'mode': 'round-robin', 'kv_events': False}] if f.mode == 'kv' else [{'mode': 'kv',
+               'kv_events': True, 'kv_events_config': KV_EVENTS}],
+           'cache': [{'max_num_seqs': (c.max_num_seqs or 256)//2},
+                     {'prefix_caching': not (c.prefix_caching is not False)}],
+           'speculative': [] if s.method == 'none' else [{'method': 'none', 'num_tokens': None,
+                                                          'acceptance_length': None, 'acceptance_length_source': None}],
            'kernels': [{'flashinfer_autotune': not bool(k.flashinfer_autotune)}],
            'topology': [{'topology': t} for t in v.recipe.topologies if t != v.topology_name]}
     if c.block_size: out['cache'].insert(0, {'block_size': c.block_size//2})
-    if k.moe_backend: out['kernels'].append({'moe_backend': 'FLASHINFER_TRTLLM' if 'CUTLASS' in k.moe_backend.upper() else 'FLASHINFER_CUTLASS'})
+    if k.moe_backend: out['kernels'].append({'moe_backend': 'FLASHINFER_TRTLLM' if 'CUTLASS' in k.moe_backend.upper()
+                                             else 'FLASHINFER_CUTLASS'})
     return out
 
 def candidates(v:Variant, groups=None) -> dict[str, list[dict]]:
@@ -53,7 +56,8 @@ def candidates(v:Variant, groups=None) -> dict[str, list[dict]]:
     gen = generic_candidates(v)
     own = getattr(v.recipe, 'candidates', None) or {}
     out = {g: own.get(g, gen[g]) for g in GROUPS}
-    return {g: out[g] for g in (GROUPS if groups is None else groups)}       # [] : no group, only the recipe and its baselines
+    # [] : no group, only the recipe and its baselines
+    return {g: out[g] for g in (GROUPS if groups is None else groups)}
 
 # %% ../../nbs/06_studies/02_study.ipynb #32d6059d
 class Planned(BaseModel):
@@ -76,33 +80,44 @@ def plan_study(recipe:Recipe|str, topology:str|None=None, groups=None, overrides
     rv = recipe_variant(recipe, topology)
     plan = [Planned(group='recipe', variant=rv)]
     if include_baseline:
-        tops = [rv.topology_name] + sorted({p.topology for p in recipe.published if p.label == 'baseline'} - {rv.topology_name})
+        tops = [rv.topology_name] + sorted({p.topology for p in recipe.published if p.label == 'baseline'}
+                                           - {rv.topology_name})
         plan += [Planned(group='baseline', variant=baseline(recipe, t)) for t in tops]
     cands = {**candidates(rv, groups), **(custom or {})}
     for g, chs in cands.items():
         for ch in chs:
-            try: plan.append(Planned(group=g, changes=ch, variant=variant(rv, g, override=(overrides or {}).get(g), **ch)))
+            try: plan.append(Planned(group=g, changes=ch, variant=variant(rv, g, override=(overrides or {}).get(g),
+                                                                          **ch)))
             except WorkbenchError as e: plan.append(Planned(group=g, changes=ch, refused=e.what))
     return plan
 
 # %% ../../nbs/06_studies/02_study.ipynb #2872a476
 def point_key(v:Variant, target:Target, concurrency:int, *, request_count:int|None, seed:int, study:str='') -> str:
-    "Content hash of everything that determines one point's result, within one study (so each study lists all its points)."
+    """Content hash of everything that determines one point's result, within one study (so each study lists all its
+    points)."""
     return tracking.point_key(model=v.recipe.id, variant_hash=v.hash, target=target.name, fp=target.fingerprint(v),
                               concurrency=concurrency, request_count=request_count, seed=seed, study=study)
 
-def _failed_point(s, v:Variant, key:str, c:int, *, group:str, target:Target, err:str, logs:dict, e:BaseException|None=None,
+def _failed_point(s, v:Variant, key:str, c:int, *, group:str, target:Target, err:str, logs:dict,
+                  e:BaseException|None=None,
                   label:str|None=None) -> str|None:
-    """Record a failed point as a FAILED child run: the cause of `e` as its `workbench.failure` tag, the full error and the process logs
-    (`logs`: name -> text or log file) as artifacts. On a full disk its record goes into the study's reserve first, which frees the room
-    MLflow needs. Where it went: 'store', 'reserve' (the next run writes it into MLflow), or None (it could not be recorded)."""
-    e = e or WorkbenchError(err.strip().splitlines()[-1][:300] if err.strip() else 'failed', f'run {v.name} at c{c}', 'see the logs artifact')
-    rec = tracking.failed_point(s, key=key, variant=v.name, concurrency=c, group=group, variant_hash=v.hash, target=target.name,
-                                cause=tracking.failure_text(e), recipe_version=v.recipe.recipe_version, image=v.image, label=label,
+    """Record a failed point as a FAILED child run: the cause of `e` as its `workbench.failure` tag, the full error and
+    the process logs
+    (`logs`: name -> text
+     or log file) as artifacts. On a full disk its record goes into the study's reserve first, which frees the room
+    MLflow needs. Where it went: 'store', 'reserve' (the next run writes it into MLflow), or None (it could not be
+    recorded)."""
+    e = e or WorkbenchError(err.strip().splitlines()[-1][:300] if err.strip() else 'failed', f'run {v.name} at c{c}',
+                            'see the logs artifact')
+    rec = tracking.failed_point(s, key=key, variant=v.name, concurrency=c, group=group, variant_hash=v.hash,
+                                target=target.name,
+                                cause=tracking.failure_text(e), recipe_version=v.recipe.recipe_version, image=v.image,
+                                label=label,
                                 params=layout.point_params(v, c, group=group), settings=v.settings(), error=err)
     full = is_disk_full(e)
     kept = full and s.reserve is not None and s.reserve.release([rec])
-    try: tracking.record_failed(s.client, rec, logs=logs, limit=tracking.FULL_DISK_LOG_BYTES if full else 2_000_000); return 'store'
+    try: tracking.record_failed(s.client, rec, logs=logs,
+                                limit=tracking.FULL_DISK_LOG_BYTES if full else 2_000_000); return 'store'
     except Exception: return 'reserve' if kept else None
 
 # %% ../../nbs/06_studies/02_study.ipynb #8560b077
@@ -118,24 +133,29 @@ class StudyOutcome(BaseModel):
     verdicts: list[Verdict] = []
     refused: list[tuple[str, str]] = []
     failed: list[tuple[str, int, str]] = []
-    planned: int = 0                    # points of the plan (variants x concurrencies): each is ran, reused or failed, or not run (a stop)
+    # points of the plan (variants x concurrencies): each is ran, reused or failed, or not run (a stop)
+    planned: int = 0
     reused: int = 0
     ran: int = 0
-    sla_ran: int = 0                    # SLA-maximum points run beside the plan (targets that search for them: the sim), ...
+    # SLA-maximum points run beside the plan (targets that search for them: the sim), ...
+    sla_ran: int = 0
     sla_reused: int = 0                 # ... and read back from MLflow
-    notes: list[str] = []               # what the run said about itself (stale runs marked FAILED, a resume): summary.txt repeats them
+    # what the run said about itself (stale runs marked FAILED, a resume): summary.txt repeats them
+    notes: list[str] = []
     sla_best: dict[str, dict] = {}      # variant hash -> its SLA-constrained best (targets that search for it: the sim)
     run_id: str|None = None
     experiment_id: str|None = None
     tracking_uri: str|None = None
 
     def tally(self) -> str:
-        "The study's counts in one line, as the progress lines, the summary and the report give them (`_count` moves them)."
+        """The study's counts in one line, as the progress lines, the summary and the report give them (`_count` moves
+        them)."""
         left = self.planned - self.ran - self.reused - len(self.failed)
-        out = (f'{self.planned} point(s) planned: {self.ran} ran now, {self.reused} reused from MLflow, {len(self.failed)} failed'
-               + (f', {left} not run (the study stopped)' if left > 0 else ''))
+        out = (f'{self.planned} point(s) planned: {self.ran} ran now, {self.reused} reused from MLflow, '
+               f'{len(self.failed)} failed' + (f', {left} not run (the study stopped)' if left > 0 else ''))
         n = self.sla_ran + self.sla_reused
-        return out + (f'; and {n} SLA-maximum point(s) beside them ({self.sla_ran} ran now, {self.sla_reused} reused)' if n else '')
+        return out + (f'; and {n} SLA-maximum point(s) beside them ({self.sla_ran} ran now, {self.sla_reused} reused)'
+                      if n else '')
 
 class StudyArgs(BaseModel):
     "One study's checked inputs, as `run_study` hands them to its steps."
@@ -154,18 +174,25 @@ class StudyArgs(BaseModel):
     progress: bool = True
 
 # %% ../../nbs/06_studies/02_study.ipynb #369c69b5
-RUN_CONTROL = ('study', 'rerun_failed', 'progress', 'quiet', 'tracking_uri', 'ops_sections')   # how to run, not what: never in a study id
+# how to run, not what: never in a study id
+RUN_CONTROL = ('study', 'rerun_failed', 'progress', 'quiet', 'tracking_uri', 'ops_sections')
 
 def study_id(model:str, target:str, params:dict) -> str:
-    "A readable, deterministic study id: same parameters, same study (so re-running resumes it); run-control parameters do not count."
+    """A readable, deterministic study id: same parameters, same study (so re-running resumes it); run-control
+    parameters do not count."""
     return f'{model}-{target}-{content_hash({k: v for k, v in params.items() if k not in RUN_CONTROL}, 8)}'
 
-def study_params(model:str, target:Target, plan:list, *, groups=None, custom:dict|None=None, concurrencies:list[int]|None=None,
-                 request_count:int|None=None, seed:int=42, target_options:dict|None=None, params:dict|None=None) -> dict:
-    "What decides a study's points, as logged on its parent run and hashed into its id (`run_study` and the CLI compute it alike)."
+def study_params(model:str, target:Target, plan:list, *, groups=None, custom:dict|None=None,
+                 concurrencies:list[int]|None=None,
+                 request_count:int|None=None, seed:int=42, target_options:dict|None=None,
+                 params:dict|None=None) -> dict:
+    """What decides a study's points, as logged on its parent run and hashed into its id (`run_study` and the CLI
+    compute it alike)."""
     opts = plain_options(target_options or {})
-    d = {'model': model, 'target': target.name, 'topology': plan[0].variant.topology_name, 'groups': list(GROUPS if groups is None else groups), 'custom': custom or {},
-         'concurrencies': concurrencies, 'request_count': request_count, 'seed': seed, **({'target_options': opts} if opts else {}), **(params or {})}
+    d = {'model': model, 'target': target.name, 'topology': plan[0].variant.topology_name,
+         'groups': list(GROUPS if groups is None else groups), 'custom': custom or {},
+         'concurrencies': concurrencies, 'request_count': request_count, 'seed': seed,
+         **({'target_options': opts} if opts else {}), **(params or {})}
     return {k: v for k, v in d.items() if k not in RUN_CONTROL}
 
 class CheckedStudy(NamedTuple):
@@ -177,7 +204,8 @@ class CheckedStudy(NamedTuple):
 def check_study(model:str, *, target:Target|str='sim', topology:str|None=None, groups=None, custom:dict|None=None,
                 overrides:dict|None=None, concurrencies:list[int]|None=None, request_count:int|None=None, seed:int=42,
                 target_options:dict|None=None, study:str|None=None) -> CheckedStudy:
-    "Check a study's recipe, parameters, plan, memory and target (its `preflight`) before anything is created; `run_study` and the CLI both call it."
+    """Check a study's recipe, parameters, plan, memory and target (its `preflight`) before anything is created;
+    `run_study` and the CLI both call it."""
     if study is not None: check_slug(study, 'study id', 'check study parameters')
     recipe = load_recipe(model)
     check_study_inputs(groups, concurrencies, request_count, seed, custom=custom, known=GROUPS)
@@ -185,10 +213,12 @@ def check_study(model:str, *, target:Target|str='sim', topology:str|None=None, g
     _check_custom(plan, custom)
     tops = dict.fromkeys(p.variant.topology_name for p in plan if p.variant)
     bench = {t: recipe.benchmarks.get(t) or recipe.benchmarks[recipe.default_topology] for t in tops}
-    sizes = {t: (request_count or b.request_count, concurrencies or b.concurrency) for t, b in bench.items()}   # a point's requests, its levels
+    # a point's requests, its levels
+    sizes = {t: (request_count or b.request_count, concurrencies or b.concurrency) for t, b in bench.items()}
     check_reach(concurrencies, {t: n for t, (n, _) in sizes.items()})
     target = get_target(target, **(target_options or {})) if isinstance(target, str) else target
-    check_memory(getattr(target, 'memory_estimate', None), [(n, c) for n, cs in sizes.values() for c in cs], where=f'the {target.name} target',
+    check_memory(getattr(target, 'memory_estimate', None), [(n, c) for n, cs in sizes.values() for c in cs],
+                 where=f'the {target.name} target',
                  avail=mem_available())
     target.preflight()
     return CheckedStudy(recipe, plan, target)
@@ -198,15 +228,21 @@ def run_study(model:str, *, target:Target|str='sim', topology:str|None=None, gro
               study:str|None=None, tracking_uri:str|None=None, rerun_failed:bool=False, params:dict|None=None,
               progress:bool=True, target_options:dict|None=None) -> StudyOutcome:
     "Run (or resume) a one-group-at-a-time study of `model` on `target`; every point goes to MLflow."
-    recipe, plan, target = check_study(model, target=target, topology=topology, groups=groups, custom=custom, overrides=overrides,
-                                       concurrencies=concurrencies, request_count=request_count, seed=seed, target_options=target_options, study=study)
-    params = study_params(model, target, plan, groups=groups, custom=custom, concurrencies=concurrencies, request_count=request_count,
+    recipe, plan, target = check_study(model, target=target, topology=topology, groups=groups, custom=custom,
+                                       overrides=overrides,
+                                       concurrencies=concurrencies, request_count=request_count, seed=seed,
+                                       target_options=target_options, study=study)
+    params = study_params(model, target, plan, groups=groups, custom=custom, concurrencies=concurrencies,
+                          request_count=request_count,
                           seed=seed, target_options=target_options, params=params)
     sid = study or study_id(model, target.name, params)
     target.configure(study=sid, request_count=request_count, seed=seed)
-    args = StudyArgs(model=model, recipe=recipe, plan=plan, target=target, params=params, study=sid, concurrencies=concurrencies,
-                     request_count=request_count, seed=seed, tracking_uri=tracking_uri, rerun_failed=rerun_failed, progress=progress)
-    tracking.check_store(tracking_uri)         # a server that is down or refuses the password, an empty or corrupt file: before the lock
+    args = StudyArgs(model=model, recipe=recipe, plan=plan, target=target, params=params, study=sid,
+                     concurrencies=concurrencies,
+                     request_count=request_count, seed=seed, tracking_uri=tracking_uri, rerun_failed=rerun_failed,
+                     progress=progress)
+    # a server that is down or refuses the password, an empty or corrupt file: before the lock
+    tracking.check_store(tracking_uri)
     with study_lock(sid, tracking_uri):
         try: return _run_locked(args)
         finally: target.teardown()
@@ -217,64 +253,81 @@ def _run_locked(a:StudyArgs) -> StudyOutcome:
     out = StudyOutcome(model=model, study=a.study, target=target.name, sla=a.recipe.sla,
                        refused=[(p.name, p.refused) for p in a.plan if p.refused])
     todo, reserve = [p for p in a.plan if p.variant], tracking.Reserve(tracking.reserve_path(a.study))
-    if note := tracking.settled_note(a.study, reserve.settle()): out.notes.append(note); print(note)   # a full disk's records: first
+    # a full disk's records: first
+    if note := tracking.settled_note(a.study, reserve.settle()): out.notes.append(note); print(note)
     prev = tracking.find_study(model, a.study, tracking_uri=uri)
     stale = tracking.mark_stale_runs([model], tracking_uri=uri)
     if stale:
-        out.notes.append(f'{len(stale)} run(s) of {model} left RUNNING by a process that is gone were marked FAILED (stale); their points ran again')
+        out.notes.append(f'{len(stale)} run(s) of {model} left RUNNING by a process that is gone were marked FAILED '
+                         '(stale); their points ran again')
         print(out.notes[-1])
     if prev is not None and prev.info.run_id in stale and (left := target.recover(a.study)):
         print(f'removed what the killed run of {a.study} left on the {target.name} target: {", ".join(left)}')
     reserve.hold()                          # room to record a failure if the disk fills up (`tracking.Reserve`)
     try:
-        with tracking.study_run(model, a.study, params=a.params, tracking_uri=uri, tags={'workbench.target': target.name}) as s:
+        with tracking.study_run(model, a.study, params=a.params, tracking_uri=uri,
+                                tags={'workbench.target': target.name}) as s:
             out.run_id, out.experiment_id, out.tracking_uri, s.reserve = s.run_id, s.experiment_id, s.uri, reserve
-            for t, v in {p.variant.topology_name: p.variant for p in todo}.items():   # what each topology's points rest on (e.g. a calibration)
+            # what each topology's points rest on (e.g. a calibration)
+            for t, v in {p.variant.topology_name: p.variant for p in todo}.items():
                 if (prov := target.provenance(v)) is not None:
                     name = 'calibration' if t == todo[0].variant.topology_name else f'calibration_{t}'
                     tracking.log_calibration(s.client, s.run_id, prov, name=name)
-            concs = {p.variant.name: a.concurrencies or a.recipe.benchmarks[p.variant.topology_name].concurrency for p in todo}
+            concs = {p.variant.name: a.concurrencies or a.recipe.benchmarks[p.variant.topology_name].concurrency
+                     for p in todo}
             out.planned, stored = sum(map(len, concs.values())), tracking.sla_maxima(s.client, s.run_id)
-            if hasattr(target, 'progress'): target.progress = False     # the study reports each point itself (progress.FILE, widget or lines)
-            with progress.reporting(runs_dir()/a.study/progress.FILE, out.planned, title=f'{model} on {target.name}', show=a.progress) as prog:
-                for n in out.notes if not prog.echo else []: prog.phase(n)      # `workbench run` shows them (they were printed here)
+            # the study reports each point itself (progress.FILE, widget or lines)
+            if hasattr(target, 'progress'): target.progress = False
+            with progress.reporting(runs_dir()/a.study/progress.FILE, out.planned, title=f'{model} on {target.name}',
+                                    show=a.progress) as prog:
+                # `workbench run` shows them (they were printed here)
+                for n in out.notes if not prog.echo else []: prog.phase(n)
                 for p in todo: _run_variant(s, a, p, concs[p.variant.name], out=out, prog=prog, stored=stored)
-    finally: reserve.settle()               # what MLflow did not take when the disk filled: written now if it can be, else on the next run
+    # what MLflow did not take when the disk filled: written now if it can be, else on the next run
+    finally: reserve.settle()
     if prev is not None or out.reused or out.sla_reused: out.notes.append(resume_note(out)); print(out.notes[-1])
     return out
 
 def resume_note(out:StudyOutcome) -> str:
     "One line saying what a resumed study reused, ran and skipped (the counts of `StudyOutcome.tally`)."
     skipped = sum(1 for *_, r in out.failed if r.startswith('failed earlier'))
-    return (f'study {out.study} resumed: {out.reused} point(s) already FINISHED in MLflow were reused, not re-run; {out.ran} ran now'
-            + (f' (and {out.sla_reused} SLA-maximum point(s) read back, {out.sla_ran} searched now)' if out.sla_ran + out.sla_reused else '')
-            + (f'; {skipped} point(s) that failed earlier were skipped (pass rerun_failed=True to retry them)' if skipped else ''))
+    return (f'study {out.study} resumed: {out.reused} point(s) already FINISHED in MLflow were reused, not re-run; '
+            f'{out.ran} ran now'
+            + (f' (and {out.sla_reused} SLA-maximum point(s) read back, {out.sla_ran} searched now)' if out.sla_ran
+               + out.sla_reused else '')
+            + (f'; {skipped} point(s) that failed earlier were skipped (pass rerun_failed=True to retry them)'
+               if skipped else ''))
 
 def _check_custom(plan:list[Planned], custom:dict|None):
-    "A candidate the user wrote (`custom`) that the variant rules refuse stops the study before it starts, with the reason."
+    """A candidate the user wrote (`custom`) that the variant rules refuse stops the study before it starts, with the
+    reason."""
     bad = [p for p in plan if p.refused and p.group in (custom or {})]
     if bad: raise WorkbenchError('; '.join(f'custom candidate {p.name}: {p.refused}' for p in bad), 'plan the study',
-                                 "correct or remove the candidate (one setting group per candidate; for a pinned setting pass overrides={group: '<reason>'})")
+                                 "correct or remove the candidate (one setting group per candidate; for a pinned "
+                                 "setting pass overrides={group: '<reason>'})")
 
 # %% ../../nbs/06_studies/02_study.ipynb #c3624aaf
 def _teller(prog, label:str):
     "A function that reports one point of variant `label` to `prog` (a `progress.Progress`; nothing when None)."
     def tell(c:int, status:str, r:BenchResult|None=None, reason:str=''):
         if prog is None: return
-        nums = {} if r is None else {'tok_s_gpu': r.output_tok_s_per_gpu, 'ttft_ms': r.value('time_to_first_token', 'p50'),
-                                     'provenance': r.provenance, 'band': r.band('output_token_throughput'), 'modelled': r.modelled}
+        nums = {} if r is None else {progress.EV_GPU_TPS: r.output_tok_s_per_gpu,
+                                     progress.EV_TTFT: r.value(TTFT, 'p50'),
+                                     'provenance': r.provenance, 'band': r.band(OUTPUT_TPS), 'modelled': r.modelled}
         prog.point(f'{label} @c{c}', status=status, concurrency=c, reason=reason[:300], **nums)
     return tell
 
 def _count(out:StudyOutcome, tell, name:str, c:int, *, status:str, r:BenchResult|None=None, reason:str=''):
-    "Count one planned point of `name` in `out` (ran, reused or failed) and `tell` it: the one place the tally moves, so every count agrees."
+    """Count one planned point of `name` in `out` (ran, reused or failed) and `tell` it: the one place the tally moves,
+    so every count agrees."""
     if status == 'failed': out.failed.append((name, c, reason))
     elif status == 'reused': out.results.append(r); out.reused += 1
     else: out.results.append(r); out.ran += 1
     if tell is not None: tell(c, status, r, reason)
 
 def _run_variant(s, a:StudyArgs, p:Planned, concs, *, out:StudyOutcome, prog=None, stored:dict|None=None):
-    "Run, check and log the missing points of one planned variant, reporting each point to `prog` (`stored`: the study's SLA maxima so far)."
+    """Run, check and log the missing points of one planned variant, reporting each point to `prog` (`stored`: the
+    study's SLA maxima so far)."""
     v, target, uri = p.variant, a.target, a.tracking_uri
     lab = layout.label(p.group, p.changes, v.name)
     out.meta[v.hash] = {'group': p.group, 'topology': v.topology_name, 'base': v.base, 'label': lab}
@@ -283,11 +336,13 @@ def _run_variant(s, a:StudyArgs, p:Planned, concs, *, out:StudyOutcome, prog=Non
     for c, k in keys.items():
         run = tracking.find_point(v.recipe.id, k, tracking_uri=uri)
         if run is None: missing.append(c); continue
-        reused.append(run); _count(out, tell, v.name, c, status='reused', r=tracking.point_result(run, tracking_uri=uri))
+        reused.append(run); _count(out, tell, v.name, c, status='reused',
+                                   r=tracking.point_result(run, tracking_uri=uri))
     if not missing:
         out.verdicts.append(_stored_verdict(v, reused)); _sla_best(s, a, p, out, prog=prog, stored=stored); return
     if not a.rerun_failed and _has_failed(v.recipe.id, [keys[c] for c in missing], uri):
-        for c in missing: _count(out, tell, v.name, c, status='failed', reason='failed earlier; skipped (pass rerun_failed=True to retry it)')
+        for c in missing: _count(out, tell, v.name, c, status='failed',
+                                 reason='failed earlier; skipped (pass rerun_failed=True to retry it)')
         return
     manifests, t0 = {'manifests.yaml': to_yaml(render_all(v, s.study))}, int(time.time()*1000)
     try:
@@ -298,12 +353,19 @@ def _run_variant(s, a:StudyArgs, p:Planned, concs, *, out:StudyOutcome, prog=Non
     out.verdicts.append(verdict)
     for r in results:
         try:
-            tracking.log_point(s, r, v.recipe.sla, settings={**v.settings(), **({'override.reason': v.override} if v.override else {})},
-                               group=p.group, key=keys[r.concurrency], recipe_version=v.recipe.recipe_version, image=v.image,
-                               check=verdict.status, manifests=manifests, exports=[x for x in [r.extra.get('export')] if x and Path(x).exists()],
-                               label=lab, params=layout.point_params(v, r.concurrency, group=p.group, changes=p.changes, request_count=a.request_count, seed=a.seed),
-                               dataset=layout.workload_dataset(v, target.name, request_count=a.request_count, seed=a.seed, generated=r.extra.get('workload')),
-                               start_time=t0, bundle=reproduce.point_bundle(v, r, target, request_count=a.request_count, seed=a.seed, study=s.study,
+            tracking.log_point(s, r, v.recipe.sla,
+                               settings={**v.settings(), **({'override.reason': v.override} if v.override else {})},
+                               group=p.group, key=keys[r.concurrency], recipe_version=v.recipe.recipe_version,
+                               image=v.image,
+                               check=verdict.status, manifests=manifests,
+                               exports=[x for x in [r.extra.get('export')] if x and Path(x).exists()],
+                               label=lab, params=layout.point_params(v, r.concurrency, group=p.group,
+                                                                     changes=p.changes, request_count=a.request_count,
+                                                                     seed=a.seed),
+                               dataset=layout.workload_dataset(v, target.name, request_count=a.request_count,
+                                                               seed=a.seed, generated=r.extra.get('workload')),
+                               start_time=t0, bundle=reproduce.point_bundle(v, r, target,
+                                       request_count=a.request_count, seed=a.seed, study=s.study,
                                                                             manifests=manifests['manifests.yaml']))
         except Exception as e:
             if not is_disk_full(e): raise
@@ -313,83 +375,115 @@ def _run_variant(s, a:StudyArgs, p:Planned, concs, *, out:StudyOutcome, prog=Non
 
 def _why(e:BaseException) -> str:
     "What a full disk said, in one short line (a WorkbenchError's own what, not its fix)."
-    t = next((l.strip() for l in str(e.what if isinstance(e, WorkbenchError) else e).splitlines() if l.strip()), type(e).__name__)
+    t = next((l.strip() for l in str(e.what if isinstance(e, WorkbenchError) else e).splitlines() if l.strip()),
+             type(e).__name__)
     return t if len(t) <= 120 else t[:117] + '...'
 
-_DISK_FIX = ('free space (or point $WORKBENCH_RUNS at a larger disk), then run the same command with -p rerun_failed=True: finished points are '
+_DISK_FIX = ('free space (or point $WORKBENCH_RUNS at a larger disk), then run the same command with -p '
+             'rerun_failed=True: finished points are '
             'kept, only the failed ones run again')
 
-def _sla_best(s, a:StudyArgs, p:Planned, out:StudyOutcome, *, check:str|None=None, manifests:dict|None=None, prog=None, stored:dict):
-    """The variant's SLA-constrained best, when the target searches for it (sim): found once, its point logged beside the plan, and
+def _sla_best(s, a:StudyArgs, p:Planned, out:StudyOutcome, *, check:str|None=None, manifests:dict|None=None, prog=None,
+              stored:dict):
+    """The variant's SLA-constrained best, when the target searches for it (sim): found once, its point logged beside
+    the plan, and
     `stored` (every variant's, as the parent run's `sla_max.json`) kept up to date."""
     v = p.variant
     if v.hash in stored: _reuse_sla_best(s, a, v, out, best=stored[v.hash]); return
     lab = out.meta.get(v.hash, {}).get('label', v.name)
     try: m = a.target.sla_max(v, a.recipe.sla)
-    except (OSError, DiskFull) as e:             # no point is in flight: the search itself hit the full disk, and says so
-        if isinstance(e, DiskFull) or is_disk_full(e): sweep_tmp(runs_dir()); raise DiskFull(f'no space left on a disk the study writes to, while {lab} searched its SLA maximum '
-                                                                      f'({_why(e)})', 'run the study', _DISK_FIX) from None
+    # no point is in flight: the search itself hit the full disk, and says so
+    except (OSError, DiskFull) as e:
+        if isinstance(e, DiskFull) or is_disk_full(e): sweep_tmp(runs_dir()); raise DiskFull('no space left on a disk '
+                                                                                             'the study writes to, '
+                                                                                             f'while {lab} searched '
+                                                                                             'its SLA maximum '
+                                                                      f'({_why(e)})', 'run the study',
+                                                                          _DISK_FIX) from None
         raise
     if m is None: return
     r = m.point
-    best = {'output_tok_s_per_gpu': m.output_tok_s_per_gpu, 'concurrency': m.concurrency, 'limited_by': m.limited_by,
-            'band': r.error_band.get('output_token_throughput') if r else None, 'delta_band': r.extra.get('delta_band') if r else None,
-            'repeat_band': (r.extra.get('repeat_band') or {}).get('output_token_throughput') if r else None,
+    best = {COL_GPU_TPS: m.output_tok_s_per_gpu, 'concurrency': m.concurrency, 'limited_by': m.limited_by,
+            'band': r.error_band.get(OUTPUT_TPS) if r else None, 'delta_band': r.extra.get('delta_band') if r else None,
+            'repeat_band': (r.extra.get('repeat_band') or {}).get(OUTPUT_TPS) if r else None,
             'point_concurrency': r.concurrency if r else None}
     if r is not None and not any(x.variant_hash == v.hash and x.concurrency == r.concurrency for x in out.results):
         key = point_key(v, a.target, r.concurrency, request_count=a.request_count, seed=a.seed, study=s.study)
         n, seed, mf = a.request_count, a.seed, (manifests or {}).get('manifests.yaml')
         try:
-            tracking.log_point(s, r, v.recipe.sla, settings=v.settings(), group=p.group, key=key, recipe_version=v.recipe.recipe_version,
+            tracking.log_point(s, r, v.recipe.sla, settings=v.settings(), group=p.group, key=key,
+                               recipe_version=v.recipe.recipe_version,
                                image=v.image, check=check or 'not run', manifests=manifests or {}, label=lab,
-                               params=layout.point_params(v, r.concurrency, group=p.group, changes=p.changes, request_count=n, seed=seed),
-                               dataset=layout.workload_dataset(v, a.target.name, request_count=n, seed=seed, generated=r.extra.get('workload')),
-                               bundle=reproduce.point_bundle(v, r, a.target, request_count=n, seed=seed, study=s.study, manifests=mf),
+                               params=layout.point_params(v, r.concurrency, group=p.group, changes=p.changes,
+                                                          request_count=n, seed=seed),
+                               dataset=layout.workload_dataset(v, a.target.name, request_count=n, seed=seed,
+                                                               generated=r.extra.get('workload')),
+                               bundle=reproduce.point_bundle(v, r, a.target, request_count=n, seed=seed, study=s.study,
+                                                             manifests=mf),
                                extra_tags={'workbench.sla_max_point': 'true'})
-        except Exception as e:                    # its run ends FAILED with the study (tagged beside the plan: no planned point failed)
+        # its run ends FAILED with the study (tagged beside the plan: no planned point failed)
+        except Exception as e:
             if not is_disk_full(e): raise
-            sweep_tmp(runs_dir()); raise DiskFull(f'no space left on a disk the study writes to, while {lab} logged the point of its SLA maximum '
-                                                  f'(c{r.concurrency}; {_why(e)})', 'run the study', _DISK_FIX) from None
-        out.results.append(r.model_copy(update={'extra': {**r.extra, 'sla_max_point': True}})); out.sla_ran += 1   # a point beside the plan
+            sweep_tmp(runs_dir()); raise DiskFull(f'no space left on a disk the study writes to, while {lab} logged '
+                                                  'the point of its SLA maximum '
+                                                  f'(c{r.concurrency}; {_why(e)})', 'run the study',
+                                                  _DISK_FIX) from None
+        # a point beside the plan
+        out.results.append(r.model_copy(update={'extra': {**r.extra, 'sla_max_point': True}})); out.sla_ran += 1
     out.sla_best[v.hash] = stored[v.hash] = best
     tracking.log_sla_maxima(s.client, s.run_id, stored)
     if prog is not None:
-        at = '' if m.concurrency is None else f'c{m.concurrency:.1f}' + (f', interpolated from the run at c{r.concurrency}' if r is not None and abs(m.concurrency - r.concurrency) > 0.05 else '')
-        got = 'no concurrency meets the SLA' if m.output_tok_s_per_gpu is None else f'{m.output_tok_s_per_gpu:.1f} tok/s/GPU at {at} (limited by {m.limited_by})'
+        at = '' if m.concurrency is None else f'c{m.concurrency:.1f}' + (', interpolated from the run at '
+                                                                         f'c{r.concurrency}' if r is not None
+                                                                         and abs(m.concurrency - r.concurrency) > 0.05
+                                                                                 else '')
+        got = ('no concurrency meets the SLA' if m.output_tok_s_per_gpu is None
+               else f'{m.output_tok_s_per_gpu:.1f} tok/s/GPU at {at} (limited by {m.limited_by})')
         prog.phase(f'{lab}: SLA max {got}')
 
 def _reuse_sla_best(s, a:StudyArgs, v, out:StudyOutcome, *, best:dict):
-    "A resumed study's stored SLA-constrained best of `v`, with the point it came from counted as reused (it ran beside the plan)."
+    """A resumed study's stored SLA-constrained best of `v`, with the point it came from counted as reused (it ran
+    beside the plan)."""
     out.sla_best[v.hash] = best
     c = best.get('point_concurrency')
     if c is None or any(x.variant_hash == v.hash and x.concurrency == c for x in out.results): return
-    run = tracking.find_point(v.recipe.id, point_key(v, a.target, c, request_count=a.request_count, seed=a.seed, study=s.study), tracking_uri=a.tracking_uri)
+    run = tracking.find_point(v.recipe.id, point_key(v, a.target, c, request_count=a.request_count, seed=a.seed,
+                                                     study=s.study), tracking_uri=a.tracking_uri)
     if run is None: return
     r = tracking.point_result(run, tracking_uri=a.tracking_uri)
     out.results.append(r.model_copy(update={'extra': {**r.extra, 'sla_max_point': True}})); out.sla_reused += 1
 
-_KEPT = {'store': 'recorded FAILED', 'reserve': 'kept to be recorded FAILED (the store could not be written: the next run writes it)',
+_KEPT = {'store': 'recorded FAILED',
+         'reserve': 'kept to be recorded FAILED (the store could not be written: the next run writes it)',
          None: 'not recorded (the store could not be written: the next run runs it again)'}
 
-def _record_failure(s, p:Planned, keys:dict[int, str], e:Exception, *, target:Target, out:StudyOutcome, label:str|None=None, tell=None):
-    "Record the points `keys` ({concurrency: point key}) as FAILED with the cause of `e` and its logs, and report each (`tell`); a full disk then stops the study (DiskFull)."
-    v, err, cause, full = p.variant, traceback.format_exc(), tracking.failure_text(e), isinstance(e, DiskFull) or is_disk_full(e)
+def _record_failure(s, p:Planned, keys:dict[int, str], e:Exception, *, target:Target, out:StudyOutcome,
+                    label:str|None=None, tell=None):
+    """Record the points `keys` ({concurrency: point key}) as FAILED with the cause of `e` and its logs, and report each
+    (`tell`); a full disk then stops the study (DiskFull)."""
+    v, err, cause, full = p.variant, traceback.format_exc(), tracking.failure_text(e), isinstance(e,
+        DiskFull) or is_disk_full(e)
     if full: sweep_tmp(runs_dir())                        # this process's half-written temporary files
-    kept = [_failed_point(s, v, k, c, group=p.group, target=target, err=err, logs=getattr(e, 'logs', None) or {}, e=e, label=label)
+    kept = [_failed_point(s, v, k, c, group=p.group, target=target, err=err, logs=getattr(e, 'logs', None) or {}, e=e,
+                          label=label)
             for c, k in keys.items()]
     for c in keys: _count(out, tell, v.name, c, status='failed', reason=cause)
     if full:
         said = _KEPT[max(kept, key=list(_KEPT).index)]     # the worst of them
-        raise DiskFull(f'no space left on a disk the study writes to, while {v.name} ran at c{", c".join(map(str, keys))} '
-                       f'({_why(e)}); that point is {said}, and the study stopped', 'run the study', _DISK_FIX) from None
+        raise DiskFull(f'no space left on a disk the study writes to, while {v.name} ran at '
+                       f'c{", c".join(map(str, keys))} '
+                       f'({_why(e)}); that point is {said}, and the study stopped', 'run the study',
+                       _DISK_FIX) from None
 
 def _has_failed(model:str, keys:list[str], uri) -> bool:
-    "True when any of these (unfinished) point keys has a run that failed by itself; runs FAILED as stale (their process was killed) do not count."
+    """True when any of these (unfinished) point keys has a run that failed by itself; runs FAILED as stale (their
+    process was killed) do not count."""
     eid = tracking.experiment_id(model, uri, create=False)
     if eid is None: return False
     c = tracking.client(uri)
     for k in keys:
-        runs = tracking._retry(c.search_runs, [eid], f"tags.`workbench.point_key` = '{k}' and attributes.status = 'FAILED'", max_results=100)
+        runs = tracking.retry(c.search_runs, [eid],
+                               f"tags.`workbench.point_key` = '{k}' and attributes.status = 'FAILED'", max_results=100)
         if any(not r.data.tags.get('workbench.failure', '').startswith('stale:') for r in runs): return True
     return False
 
@@ -399,203 +493,5 @@ def _stored_verdict(v:Variant, runs) -> Verdict:
     st = {r.data.tags.get('workbench.check') for r in runs}
     status = 'failed' if 'failed' in st else 'passed' if 'passed' in st else 'not_applicable'
     return Verdict(variant=v.name, variant_hash=v.hash,
-                   checks=[CheckResult(name='stored', status=status, reason=f'{status}, as logged with its reused points')])
-
-# %% ../../nbs/06_studies/02_study.ipynb #b54dc674
-def results_table(out:StudyOutcome) -> pd.DataFrame:
-    "One row per point: report columns plus topology, lineage, check verdict and exclusion reason."
-    ex = gate(out.verdicts).excluded if out.verdicts else {}
-    groups = {r.variant: out.meta.get(r.variant_hash, {}).get('group', '') for r in out.results}
-    labels = {r.variant: out.meta.get(r.variant_hash, {}).get('label') for r in out.results}
-    df = report.results_frame(out.results, out.sla, groups=groups, labels=labels)
-    hashes = [r.variant_hash for r in out.results]
-    df['topology'] = [out.meta.get(h, {}).get('topology', r.topology) for h, r in zip(hashes, out.results)]
-    df['base'] = [out.meta.get(h, {}).get('base', '') for h in hashes]
-    df['check'] = ['failed' if h in ex else 'ok' for h in hashes]
-    df['excluded_reason'] = [ex.get(h, '') for h in hashes]
-    df['variant_hash'] = hashes
-    return df
-
-def sla_best_table(out:StudyOutcome) -> pd.DataFrame:
-    "Per variant: its SLA-constrained best (searched by the target when it can, else the best passing point run), band, check, modelled."
-    ex = gate(out.verdicts).excluded if out.verdicts else {}
-    rows = []
-    for h, meta in out.meta.items():
-        pts = [r for r in out.results if r.variant_hash == h]
-        if not pts: continue
-        modelled = all(r.modelled for r in pts)
-        if h in out.sla_best: b = dict(out.sla_best[h])
-        else:
-            ok = [r for r in pts if sla_verdict(r, out.sla).passed]
-            best = max(ok, key=lambda r: r.output_tok_s_per_gpu) if ok else None
-            b = {'output_tok_s_per_gpu': best and best.output_tok_s_per_gpu, 'concurrency': best and best.concurrency,
-                 'limited_by': 'best passing point run' if best else 'no point run meets the SLA',
-                 'band': best and best.error_band.get('output_token_throughput'), 'delta_band': best and best.extra.get('delta_band'),
-                 'repeat_band': best and (best.extra.get('repeat_band') or {}).get('output_token_throughput')}
-        rows.append(dict(group=meta['group'], variant=pts[0].variant, topology=meta['topology'], **b, modelled=modelled,
-                         provenance=pts[0].provenance, check='failed' if h in ex else 'ok', variant_hash=h))
-    return pd.DataFrame(rows, columns=['group', 'variant', 'topology', 'output_tok_s_per_gpu', 'concurrency', 'limited_by', 'band',
-                                       'delta_band', 'repeat_band', 'modelled', 'provenance', 'check', 'variant_hash'])
-
-def best_per_group(out:StudyOutcome) -> pd.DataFrame:
-    "Per group, the variant with the highest SLA-constrained tok/s/GPU among modelled, check-passing ones, its change against the recipe and whether that change exceeds its band."
-    t = sla_best_table(out)
-    if not len(t): return pd.DataFrame()
-    ref = t[t.group == 'recipe'].output_tok_s_per_gpu.dropna()
-    ref = float(ref.iloc[0]) if len(ref) else None
-    rows = []
-    for g, d in t.groupby('group', sort=False):
-        ok = d[(d.check == 'ok') & d.modelled & d.output_tok_s_per_gpu.notna()]
-        b = ok.loc[ok.output_tok_s_per_gpu.astype(float).idxmax()] if len(ok) else None
-        delta = None if b is None or ref is None else 100*(b.output_tok_s_per_gpu/ref - 1)
-        band = None if b is None or pd.isna(b.delta_band) else 100*b.delta_band
-        rows.append(dict(group=g, best_variant=None if b is None else b.variant, concurrency=None if b is None else b.concurrency,
-                         output_tok_s_per_gpu=None if b is None else b.output_tok_s_per_gpu, delta_pct=delta, band_pct=band,
-                         finding=None if delta is None or band is None or g == 'recipe' else bool(is_finding(delta/100, band/100)),
-                         limited_by=None if b is None else b.limited_by, provenance=None if b is None else b.provenance,
-                         variants=len(d), not_modelled=int((~d.modelled).sum())))
-    return pd.DataFrame(rows)
-
-# %% ../../nbs/06_studies/02_study.ipynb #18953853
-def _published_rows(pp, df:pd.DataFrame, protocol:list[int]|None=None) -> tuple[pd.DataFrame, int|None, str]:
-    """Points matching published point `pp` (same lineage and topology) at its concurrency; a published maximum, as its benchmark took it:
-    the best passing point of the benchmark's concurrencies (`protocol`), else (a searched maximum) the highest run."""
-    groups = ['recipe', 'topology'] if pp.label == 'recipe' else ['baseline']
-    sel = df[df.group.isin(groups) & (df.topology == pp.topology) & (df.base == pp.label)] if len(df) else df
-    conc, note = pp.concurrency, ''
-    ok = sel[sel.concurrency.isin(protocol or []) & (sel.sla_passed == True)] if len(sel) and 'sla_passed' in sel else sel.iloc[:0]
-    if conc is None and len(ok): conc, note = int(ok.loc[ok.output_tok_s_per_gpu.astype(float).idxmax(), 'concurrency']), 'maximum: best passing of the benchmark\'s concurrencies'
-    elif conc is None and len(sel): conc, note = int(sel.concurrency.max()), 'concurrency not published: highest run'
-    return (sel[sel.concurrency == conc] if len(sel) else sel), conc, note
-
-def published_vs_reproduced(out:StudyOutcome, recipe:Recipe|None=None) -> pd.DataFrame:
-    "Each published figure beside the reproduced point, with ratio, provenance and the reproduced number's error band."
-    recipe = recipe or load_recipe(out.model)
-    df, rows = results_table(out), []
-    for pp in recipe.published:
-        b = recipe.benchmarks.get(pp.topology)
-        sel, conc, note = _published_rows(pp, df, None if b is None or b.maximum == 'search' else b.concurrency)
-        res = next((r for r in out.results if len(sel) and r.variant_hash == sel.variant_hash.iloc[0] and r.concurrency == conc), None)
-        if res and b and 0 < res.request_count < 0.9*b.request_count:         # a short sample: its ramp and drain weigh more than in the benchmark's
-            note = '; '.join(x for x in (note, f'{res.request_count} requests (the benchmark ran {b.request_count:,})') if x)
-        for metric, pub, key in [('output_tok_s_per_gpu', pp.output_tok_s_per_gpu, 'output_token_throughput'),
-                                 ('user_tok_s', pp.user_tok_s, 'output_token_throughput_per_user'), ('ttft_p50_ms', pp.ttft_p50_ms, 'time_to_first_token')]:
-            if pub is None: continue
-            got = sel[metric].iloc[0] if len(sel) else None
-            why = 'not comparable: the published run differs in ' + '; '.join(u.split(':')[0] for u in pp.unmodelled) if pp.unmodelled else ''
-            rows.append({'label': pp.label, 'variant': sel.variant.iloc[0] if len(sel) else pp.label, 'topology': pp.topology, 'concurrency': conc,
-                         'metric': metric, 'published': pub, 'reproduced': got, 'ratio': None if got is None or why else got/pub,
-                         'target': out.target, 'provenance': res.provenance if res else 'not reproduced',
-                         'band': res.error_band.get(key, math.nan) if res else math.nan, 'note': why or note, 'source': pp.source})
-    return pd.DataFrame(rows)
-
-def excluded_table(out:StudyOutcome) -> pd.DataFrame:
-    "What the study left out and why: refused candidates, failed checks, failed points, variants the simulator does not model."
-    rows = [{'variant': n, 'why': 'refused', 'reason': r} for n, r in out.refused]
-    nm = {out.meta.get(r.variant_hash, {}).get('label', r.variant): r for r in out.results if not r.modelled}
-    rows += [{'variant': lab, 'why': 'not modelled (no numbers)', 'reason': next((n.removeprefix('not modelled: ') for n in r.notes
-              if n.startswith('not modelled: ')), 'the simulator does not model this change')} for lab, r in nm.items()]
-    rows += [{'variant': v.variant, 'why': 'check failed', 'reason': v.reason} for v in out.verdicts if v.status == 'failed']
-    rows += [{'variant': f'{n}@c{c}', 'why': 'run failed', 'reason': r} for n, c, r in out.failed]
-    return pd.DataFrame(rows, columns=['variant', 'why', 'reason'])
-
-# %% ../../nbs/06_studies/02_study.ipynb #5c977add
-def recipe_summary(r:Recipe) -> pd.DataFrame:
-    "The recipe's key facts, one row per topology."
-    a = r.model.architecture
-    return pd.DataFrame([{'model': r.display_name, 'checkpoint': r.model.checkpoint, 'params': f'{a.total_params_b:g}B / {a.active_params_b:g}B active',
-                          'topology': k, 'shape': t.shape(), 'gpus': t.total_gpus, 'image': (t.image or r.runtime.image).split('@')[0],
-                          'dynamo': r.runtime.dynamo_version, 'benchmark c': r.benchmarks[k].concurrency if k in r.benchmarks else None,
-                          'aiperf': r.benchmarks[k].aiperf_version if k in r.benchmarks else None} for k, t in r.topologies.items()])
-
-# %% ../../nbs/06_studies/02_study.ipynb #9fc8d0b8
-def _serving(r:Recipe) -> list[str]:
-    "What the recipe's default topology serves with: KV dtype, block size, routing, speculative decoding, kernels."
-    t = r.topologies[r.default_topology]; w = t.workers[0]; c, s, k, f = w.cache, w.speculative, w.kernels, t.frontend.routing
-    out = [f'{c.kv_cache_dtype.upper()} KV' if c.kv_cache_dtype else '', f'block size {c.block_size}' if c.block_size else '',
-           'prefix caching' if c.prefix_caching else '',
-           ('KV-aware routing' + (' with KV events' if f.kv_events else '')) if f.mode == 'kv' else f'{f.mode or "round-robin"} routing',
-           f'{k.attention_backend} attention' if k.attention_backend else '', f'the {k.moe_backend} MoE backend' if k.moe_backend else '']
-    if s.method != 'none':
-        out.append(f'{s.method.upper()} speculative decoding ({s.num_tokens} draft tokens, acceptance length {s.acceptance_length:g}: '
-                   f'{(s.acceptance_length_source or "source not recorded").split(";")[0]})')
-    else: out.append('no speculative decoding')
-    return [x for x in out if x]
-
-def study_intro(r:Recipe) -> str:
-    "The study notebook's introduction of recipe `r`, rendered from its recipe.yaml."
-    a, t = r.model.architecture, r.topologies[r.default_topology]
-    ep = ' + expert parallel' if t.workers[0].parallelism.expert_parallel else ''
-    others = [k for k in r.topologies if k != r.default_topology]
-    org = r.organization + ("'" if r.organization.endswith('s') else "'s")
-    return (f"{org} {a.total_params_b:g}B/{a.active_params_b:g}B-active MoE ({a.family}; {a.attention}). "
-            f"The recipe serves `{r.model.checkpoint}` as {t.shape()}{ep} on {t.total_gpus} B200 ({r.default_topology}) with "
-            + ', '.join(_serving(r)) + '.' + (f" It also publishes the {', '.join(others)} topolog{'ies' if len(others) > 1 else 'y'}." if others else '')
-            + (' Pinned: ' + '; '.join(f'`{p.setting}`' for p in r.pins) + ' (reasons in the recipe).' if r.pins else ''))
-
-def sla_text(r:Recipe) -> str:
-    "The recipe's SLA in words."
-    q = r.sla
-    return (f"per-user output speed of at least {q.min_output_tok_s_per_user:g} tok/s ({q.user_speed_stat}) and "
-            f"{q.ttft_stat} TTFT under {q.max_ttft_ms/1000:g} s")
-
-# %% ../../nbs/06_studies/02_study.ipynb #fa13e557
-def _published_frame(recipe:Recipe) -> pd.DataFrame:
-    "The recipe's published points as rows of the results frame (provenance 'published')."
-    cols = list(report.COLUMNS)
-    return pd.DataFrame([{'model': recipe.id, 'variant': f'published {p.label}@{p.topology}', 'label': f'{p.label} ({p.topology})', 'group': 'published',
-                          'target': 'published', 'concurrency': p.concurrency or 0, 'output_tok_s_per_gpu': p.output_tok_s_per_gpu,
-                          'user_tok_s': p.user_tok_s, 'ttft_p50_ms': p.ttft_p50_ms, 'sla_passed': True, 'provenance': 'published',
-                          'band': math.nan, 'modelled': True} for p in recipe.published if p.user_tok_s], columns=cols)
-
-def study_deltas(out:StudyOutcome) -> pd.DataFrame:
-    """Per variant: its SLA-constrained best as % change against the recipe's, and the band of that change (from `sla_best_table`: the
-    numbers the summary and `best_per_group` show); check-failed variants left out."""
-    t = sla_best_table(out)
-    t = t[t.check == 'ok'] if len(t) else t
-    ref = t[t.group == 'recipe'].output_tok_s_per_gpu.dropna()
-    ref = float(ref.iloc[0]) if len(ref) else math.nan
-    labels = {h: m.get('label', h) for h, m in out.meta.items()}
-    return t.assign(model=out.model, target=out.target, label=t.variant_hash.map(labels), variant=t.variant_hash.map(labels),
-                    delta_pct=100*(t.output_tok_s_per_gpu.astype(float)/ref - 1), band_pct=100*t.delta_band.astype(float))
-
-def study_charts(out:StudyOutcome, recipe:Recipe, folder) -> dict:
-    "Pareto, published-vs-reproduced and per-group-delta charts (model and target in every title, provenance and error band in every subtitle); saved as PNG+SVG in `folder` and logged to the study run."
-    df = results_table(out)
-    ok, name = df[df.check == 'ok'], f'{recipe.display_name} on {out.target}'
-    basis = next((r.band_basis for r in out.results if r.band_basis), '')
-    charts = {'pareto': report.pareto_chart(pd.concat([ok[list(report.COLUMNS)], _published_frame(recipe)], ignore_index=True), out.sla,
-                                            title=f'{name}: output tok/s/GPU vs tok/s/user', basis=basis)}
-    pvr = published_vs_reproduced(out, recipe)
-    t = pvr[(pvr.metric == 'output_tok_s_per_gpu') & pvr.reproduced.notna()] if len(pvr) else pvr
-    if len(t): charts['published_vs_reproduced'] = report.published_chart(t.assign(model=recipe.id, label=t.label + ' (' + t.topology + ')'),
-                                                                           title=f'{name}: published vs reproduced output tok/s/GPU', basis=basis)
-    try: charts['group_deltas'] = report.deltas_chart(study_deltas(out), title=f'{name}: each variant against the recipe', basis=basis)
-    except WorkbenchError: pass
-    paths = [p for name, ch in charts.items() for p in report.save_chart(ch, Path(folder)/name)]
-    if out.run_id: tracking.log_files(tracking.client(out.tracking_uri), out.run_id, paths, 'charts')
-    return charts
-
-# %% ../../nbs/06_studies/02_study.ipynb #b46b71d5
-def study_findings(out:StudyOutcome, pvr:pd.DataFrame) -> list[str]:
-    "The Findings and Reproduction blocks of a study (`workbench.studies.findings`): what the summary, the report and MLflow's description print."
-    d = study_deltas(out)
-    compared = int(((d.group != 'recipe') & d.delta_pct.notna() & d.band_pct.notna()).sum()) if len(d) else 0
-    return [*fd.findings_lines(fd.findings_table(d), compared), '', *fd.reproduction_lines(fd.reproduction_table(pvr), fd.contradicted_orders(pvr))]
-
-def summary_text(out:StudyOutcome, recipe:Recipe, pvr:pd.DataFrame|None=None, best:pd.DataFrame|None=None) -> str:
-    "Plain-text summary of a study within 120 columns: findings, reproduction misses, published vs reproduced, best per group, exclusions, where to look."
-    pvr = published_vs_reproduced(out, recipe) if pvr is None else pvr
-    best = best_per_group(out) if best is None else best
-    fmt = lambda df, cols: report.text_table(df[[c for c in cols if c in df.columns]], drop=(), headers=report.SHORT_HEADERS)
-    wrap = lambda s: textwrap.fill(s, 120, subsequent_indent='    ', break_on_hyphens=False, break_long_words=False)
-    ui = layout.ui_base(out.tracking_uri or tracking.tracking_uri())
-    lines = [wrap(f'{recipe.display_name} study {out.study} on target {out.target}: {out.tally()}; {len(out.refused)} candidates refused.'),
-             *map(wrap, out.notes), wrap(report.provenance_line(out.target, out.results)), '', *map(wrap, study_findings(out, pvr)),
-             '', 'Published vs reproduced:', fmt(report.short_published(pvr), ['label', 'topology', 'concurrency', 'metric', 'published', 'reproduced', 'ratio', 'provenance', 'band', 'note']),
-             '', 'Best per setting group under the SLA (SLA-constrained tok/s/GPU; a change is a finding only when it exceeds its band):',
-             fmt(best, ['group', 'best_variant', 'concurrency', 'output_tok_s_per_gpu', 'delta_pct', 'band_pct', 'finding', 'limited_by', 'not_modelled']),
-             '', 'Excluded:', fmt(excluded_table(out), ['variant', 'why', 'reason']),
-             '', f'MLflow: experiment {out.model!r}, parent run {out.run_id} (store {out.tracking_uri}).',
-             f'The study\'s runs, side by side:\n{layout.view_url(ui, out.experiment_id, out.study)}' if out.experiment_id else '']
-    return '\n'.join(l for l in lines if l is not None)
+                   checks=[CheckResult(name='stored', status=status,
+                                       reason=f'{status}, as logged with its reused points')])

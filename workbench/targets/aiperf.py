@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..base.core import WorkbenchError, stop_group, child_setup, tail_text as _tail
 from ..domain.results import SLA, BenchResult, from_aiperf_export, load_aiperf_export, export_field
 from ..base.constants import AIPERF_IMAGE, EXPORT_BEGIN, EXPORT_END, LABEL_PREFIX, ROLE_LABEL, CONCURRENCY_LABEL
+from ..domain.metrics import TTFT, USER_TPS
+
 
 # %% auto #0
 __all__ = ['AIPERF_ENV', 'AIPerfSpec', 'goodput_from_sla', 'aiperf_command', 'aiperf_job', 'error_summary', 'run_aiperf',
@@ -38,7 +40,8 @@ class AIPerfSpec(BaseModel):
     goodput: dict[str, float] = Field(default_factory=dict)   # AIPerf metric tag -> threshold (ms or tok/s)
     extra_inputs: dict = Field(default_factory=lambda: {'ignore_eos': True})
     request_timeout_s: float = 600.0
-    lean: bool = True                       # skip AIPerf's own server-metrics/GPU telemetry collectors (we scrape ourselves)
+    # skip AIPerf's own server-metrics/GPU telemetry collectors (we scrape ourselves)
+    lean: bool = True
 
     def at(self, concurrency:int, **kw) -> 'AIPerfSpec':
         "A copy of this spec at another concurrency (and other changes)."
@@ -52,34 +55,40 @@ class AIPerfSpec(BaseModel):
 # %% ../../nbs/05_targets/03_aiperf.ipynb #fb90406b
 def goodput_from_sla(sla:SLA) -> dict[str, float]:
     "AIPerf `--goodput` thresholds for `sla`."
-    return {'time_to_first_token': sla.max_ttft_ms, 'output_token_throughput_per_user': sla.min_output_tok_s_per_user}
+    return {TTFT: sla.max_ttft_ms, USER_TPS: sla.min_output_tok_s_per_user}
 
 # %% ../../nbs/05_targets/03_aiperf.ipynb #acdf0ba8
 def _num(x) -> str:
     "A number as AIPerf wants it (no trailing .0)."
     return str(int(x)) if float(x).is_integer() else repr(float(x))
 
-def aiperf_command(spec:AIPerfSpec, url:str, model:str, artifact_dir, *, tokenizer:str|None=None, tokenizer_revision:str|None=None,
+def aiperf_command(spec:AIPerfSpec, url:str, model:str, artifact_dir, *, tokenizer:str|None=None,
+                   tokenizer_revision:str|None=None,
                    exe:str|None=None) -> list[str]:
-    "The `aiperf profile` argument list for one point: the one builder behind the local target, the manifests and the k8s target."
+    """The `aiperf profile` argument list for one point: the one builder behind the local target, the manifests and the
+    k8s target."""
     if spec.prefix_prompt_pool_size and spec.shared_system_prompt_length:
         raise WorkbenchError('prefix_prompt_pool_size and shared_system_prompt_length both set', 'build AIPerf command',
                              'use one shared-prefix style per point')
     if bool(spec.prefix_prompt_pool_size) != bool(spec.prefix_prompt_length):
-        raise WorkbenchError(f'prefix_prompt_pool_size={spec.prefix_prompt_pool_size}, prefix_prompt_length={spec.prefix_prompt_length}',
+        raise WorkbenchError(f'prefix_prompt_pool_size={spec.prefix_prompt_pool_size}, '
+                             f'prefix_prompt_length={spec.prefix_prompt_length}',
                              'build AIPerf command', 'set both (a pool of N prefixes of L tokens) or neither')
-    c = [exe or str(Path(sys.executable).with_name('aiperf')), 'profile', '--model', model, '--tokenizer', tokenizer or model]
+    c = [exe or str(Path(sys.executable).with_name('aiperf')), 'profile', '--model', model, '--tokenizer',
+         tokenizer or model]
     if tokenizer_revision: c += ['--tokenizer-revision', tokenizer_revision]
     c += ['--url', url, '--endpoint-type', spec.endpoint_type, '--concurrency', str(spec.concurrency),
           '--request-count', str(spec.requests), '--random-seed', str(spec.random_seed),
           '--use-server-token-count', '--request-timeout-seconds', _num(spec.request_timeout_s),
           '--artifact-dir', str(artifact_dir), '--ui-type', spec.ui_type]
     if spec.input_file: c += ['--input-file', spec.input_file, '--custom-dataset-type', spec.custom_dataset_type]
-    else: c += ['--isl', str(spec.isl), '--isl-stddev', str(spec.isl_stddev), '--osl', str(spec.osl), '--osl-stddev', str(spec.osl_stddev)]
+    else: c += ['--isl', str(spec.isl), '--isl-stddev', str(spec.isl_stddev), '--osl', str(spec.osl), '--osl-stddev',
+                str(spec.osl_stddev)]
     if spec.streaming: c.append('--streaming')
     if spec.warmup_request_count: c += ['--warmup-request-count', str(spec.warmup_request_count)]
     if spec.prefix_prompt_pool_size:
-        c += ['--num-prefix-prompts', str(spec.prefix_prompt_pool_size), '--prefix-prompt-length', str(spec.prefix_prompt_length)]
+        c += ['--num-prefix-prompts', str(spec.prefix_prompt_pool_size), '--prefix-prompt-length',
+              str(spec.prefix_prompt_length)]
     if spec.shared_system_prompt_length: c += ['--shared-system-prompt-length', str(spec.shared_system_prompt_length)]
     if spec.goodput: c += ['--goodput', ' '.join(f'{k}:{_num(v)}' for k, v in spec.goodput.items())]
     if spec.extra_inputs: c += ['--extra-inputs', json.dumps(spec.extra_inputs, separators=(',', ':'))]
@@ -94,13 +103,16 @@ def _aiperf_version() -> str:
     return version('aiperf')
 
 def aiperf_job(spec:AIPerfSpec, *, name:str, url:str, model:str, artifact_dir:str, tokenizer:str|None=None,
-               tokenizer_revision:str|None=None, image:str|None=None, aiperf_version:str|None=None, pvc:str='model-cache',
+               tokenizer_revision:str|None=None, image:str|None=None, aiperf_version:str|None=None,
+               pvc:str='model-cache',
                mount:str='/model-cache', env:dict|None=None, hf_secret:str|None=None, labels:dict|None=None,
                namespace:str|None=None, active_deadline_s:int=21600) -> dict:
-    "The batch/v1 Job that runs AIPerf point `spec` against `url` from inside the cluster and prints its export in the log."
+    """The batch/v1 Job that runs AIPerf point `spec` against `url` from inside the cluster and prints its export in the
+    log."""
     ver = aiperf_version or _aiperf_version()
     image = image or f'{AIPERF_IMAGE}:{ver}'
-    cmd = shlex.join(aiperf_command(spec, url, model, artifact_dir, tokenizer=tokenizer, tokenizer_revision=tokenizer_revision, exe='aiperf'))
+    cmd = shlex.join(aiperf_command(spec, url, model, artifact_dir, tokenizer=tokenizer,
+                                    tokenizer_revision=tokenizer_revision, exe='aiperf'))
     if not image.startswith(AIPERF_IMAGE): cmd = f'pip install --no-cache-dir aiperf=={ver} && {cmd}'
     art = shlex.quote(artifact_dir)
     script = (f'set -e; mkdir -p {art}; {cmd}; f=$(find {art} -name profile_export_aiperf.json | head -n 1); '
@@ -108,30 +120,37 @@ def aiperf_job(spec:AIPerfSpec, *, name:str, url:str, model:str, artifact_dir:st
               f'echo {EXPORT_BEGIN}; cat "$f"; echo; echo {EXPORT_END}')
     envs = {'HF_HOME': mount, 'AIPERF_HTTP_CONNECTION_LIMIT': '200', **(env or {})}
     c = {'name': 'aiperf', 'image': image, 'command': ['/bin/sh', '-c'], 'args': [script],
-         'env': [{'name': k, 'value': str(v)} for k, v in envs.items()], 'volumeMounts': [{'name': 'model-cache', 'mountPath': mount}]}
+         'env': [{'name': k, 'value': str(v)} for k, v in envs.items()], 'volumeMounts': [{'name': 'model-cache',
+             'mountPath': mount}]}
     if hf_secret: c['envFrom'] = [{'secretRef': {'name': hf_secret}}]
     lab = {ROLE_LABEL: 'benchmark', CONCURRENCY_LABEL: str(spec.concurrency), **(labels or {})}
-    pod = {'restartPolicy': 'Never', 'containers': [c], 'volumes': [{'name': 'model-cache', 'persistentVolumeClaim': {'claimName': pvc}}],
-           'affinity': {'podAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': [{'topologyKey': 'kubernetes.io/hostname',
+    pod = {'restartPolicy': 'Never', 'containers': [c], 'volumes': [{'name': 'model-cache',
+                                                                     'persistentVolumeClaim': {'claimName': pvc}}],
+           'affinity': {'podAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': [{
+               'topologyKey': 'kubernetes.io/hostname',
                'labelSelector': {'matchLabels': {'nvidia.com/dynamo-component-type': 'frontend'}}}]}}}
     meta = {'name': name, 'labels': lab, 'annotations': {f'{LABEL_PREFIX}/artifact-dir': artifact_dir}}
     if namespace: meta['namespace'] = namespace
     return {'apiVersion': 'batch/v1', 'kind': 'Job', 'metadata': meta,
-            'spec': {'backoffLimit': 0, 'activeDeadlineSeconds': active_deadline_s, 'template': {'metadata': {'labels': lab}, 'spec': pod}}}
+            'spec': {'backoffLimit': 0, 'activeDeadlineSeconds': active_deadline_s,
+                     'template': {'metadata': {'labels': lab}, 'spec': pod}}}
 
 # %% ../../nbs/05_targets/03_aiperf.ipynb #48f37264
 def error_summary(log) -> str:
-    "AIPerf's own one-line account of why a run failed (its last ERROR line, else the `Reason:` of its exit box), '' when none."
+    """AIPerf's own one-line account of why a run failed (its last ERROR line, else the `Reason:` of its exit box), ''
+    when none."""
     try: lines = Path(log).read_text(errors='replace').splitlines()[-400:]
     except OSError: return ''
-    errs = [m.group(1).strip() for l in lines if (m := re.match(r'^\S+\s+(?:ERROR|CRITICAL)\s+(.*?)(?:\s+\([\w./]+:\d+\))?\s*$', l))]
+    errs = [m.group(1).strip() for l in lines
+            if (m := re.match(r'^\S+\s+(?:ERROR|CRITICAL)\s+(.*?)(?:\s+\([\w./]+:\d+\))?\s*$', l))]
     if errs: return errs[-1][:300]
     box = [l.strip(' │|') for l in lines]
     i = next((k for k, l in enumerate(box) if l.strip().startswith('Reason:')), None)
     return ' '.join(x.strip() for x in box[i:i+3]).removeprefix('Reason:').strip()[:300] if i is not None else ''
 
 def _wait(p:subprocess.Popen, timeout_s:float, watch, watch_s:float) -> int:
-    "Wait for `p`, calling `watch()` every `watch_s` seconds (it raises to stop the point); TimeoutExpired after `timeout_s`."
+    """Wait for `p`, calling `watch()` every `watch_s` seconds (it raises to stop the point); TimeoutExpired after
+    `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     while True:
         try: return p.wait(min(watch_s, max(0.01, deadline - time.monotonic())) if watch else timeout_s)
@@ -145,7 +164,8 @@ AIPERF_ENV = {'AIPERF_SERVICE_REGISTRATION_TIMEOUT': '180'}
 
 def run_aiperf(spec:AIPerfSpec, url:str, model:str, artifact_dir, *, tokenizer:str|None=None, env:dict|None=None,
                timeout_s:float|None=None, watch=None, watch_s:float=2.0) -> Path:
-    "Run one AIPerf point; returns the path of `profile_export_aiperf.json`. `watch()`, called every `watch_s` s while it runs, may raise to stop it."
+    """Run one AIPerf point; returns the path of `profile_export_aiperf.json`. `watch()`, called every `watch_s` s while
+    it runs, may raise to stop it."""
     d = Path(artifact_dir); d.mkdir(parents=True, exist_ok=True)
     cmd = aiperf_command(spec, url, model, d, tokenizer=tokenizer)
     (d/'aiperf_command.json').write_text(json.dumps(cmd))
@@ -166,13 +186,15 @@ def run_aiperf(spec:AIPerfSpec, url:str, model:str, artifact_dir, *, tokenizer:s
     out = d/'profile_export_aiperf.json'
     if rc != 0 or not out.exists():
         why = error_summary(log)
-        raise WorkbenchError(f'aiperf exited with {rc}' + (f': {why}' if why else '') + f' (log {log}):\n{_tail(log)}', 'run AIPerf point',
+        raise WorkbenchError(f'aiperf exited with {rc}' + (f': {why}' if why else '') + f' (log {log}):\n{_tail(log)}',
+                             'run AIPerf point',
                              'read the log; common causes: server not ready, tokenizer not in HF_HOME, bad flag')
     return out
 
 # %% ../../nbs/05_targets/03_aiperf.ipynb #7f02015b
 def parse_prometheus(text:str) -> dict[tuple, float]:
-    "Prometheus text exposition, read with `prometheus_client.parser`, as `{(sample name, ((label, value), ...)): value}`."
+    """Prometheus text exposition, read with `prometheus_client.parser`, as `{(sample name, ((label, value), ...)):
+    value}`."""
     from prometheus_client.parser import text_string_to_metric_families
     try: fams = list(text_string_to_metric_families(text))
     except ValueError as e: raise WorkbenchError(f'/metrics is not Prometheus text ({e})', 'parse Prometheus metrics',
@@ -205,9 +227,11 @@ _COUNTERS = {
     'router_queue_backpressure': 'dynamo_frontend_router_queue_backpressure_total',
     'disconnected_clients': 'dynamo_frontend_disconnected_clients',
 }
-_GAUGES = {'queued_requests': 'dynamo_frontend_queued_requests', 'inflight_requests': 'dynamo_frontend_inflight_requests',
+_GAUGES = {'queued_requests': 'dynamo_frontend_queued_requests',
+           'inflight_requests': 'dynamo_frontend_inflight_requests',
            'router_queue_pending_requests': 'dynamo_frontend_router_queue_pending_requests'}
-_HISTOGRAMS = {'ttft_s': 'dynamo_frontend_time_to_first_token_seconds', 'itl_s': 'dynamo_frontend_inter_token_latency_seconds'}
+_HISTOGRAMS = {'ttft_s': 'dynamo_frontend_time_to_first_token_seconds',
+               'itl_s': 'dynamo_frontend_inter_token_latency_seconds'}
 
 def _total(m:dict, name:str) -> float|None:
     "Sum of `name` over its label sets (None if absent)."

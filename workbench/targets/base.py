@@ -31,11 +31,13 @@ class Target(Protocol):
     def teardown(self) -> None: ...
 
 # %% ../../nbs/05_targets/00_base.ipynb #1b0c1329
-NOT_NUMBERS = ('progress', 'ready_timeout_s', 'hang_timeout_s', 'api_retry_s')   # target options that never change a point's numbers
+# target options that never change a point's numbers
+NOT_NUMBERS = ('progress', 'ready_timeout_s', 'hang_timeout_s', 'api_retry_s')
 
 def plain_options(d:dict) -> dict:
     "The JSON-friendly scalar entries of `d` that decide numbers (a target's options, for its fingerprint)."
-    return {k: v for k, v in d.items() if isinstance(v, (str, int, float, bool, type(None))) and not k.startswith('_') and k not in NOT_NUMBERS}
+    return {k: v for k, v in d.items() if isinstance(v, (str, int, float, bool, type(None))) and not k.startswith('_')
+            and k not in NOT_NUMBERS}
 
 def parsers_of(v:Variant) -> tuple[str|None, str|None]:
     "Reasoning and tool-call parser names the recipe passes (worker or frontend flags)."
@@ -71,7 +73,8 @@ class BaseTarget:
                                 reasoning_parser=rp, tool_parser=tp, progress=False)
         return verdict
     def sla_max(self, v:Variant, sla, *, hint:int|None=None):
-        "No search for the SLA-constrained best (the study takes the best passing point it ran); the sim target searches."
+        """No search for the SLA-constrained best (the study takes the best passing point it ran); the sim target
+        searches."""
         return None
     def teardown(self) -> None:
         "Nothing to stop."

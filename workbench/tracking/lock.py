@@ -18,7 +18,8 @@ __all__ = ['lock_path', 'lock_holder', 'study_lock']
 def lock_path(study:str, uri:str|None=None) -> Path:
     "Where the lock of `study` lives (beside the sqlite store, else under runs/locks); nothing is created."
     db = sqlite_path(tracking_uri(uri))
-    return (db.parent.expanduser().absolute() if db else runs_root())/'locks'/f'{check_slug(study, "study id", "lock the study")}.lock'
+    return (db.parent.expanduser().absolute() if db
+            else runs_root())/'locks'/f'{check_slug(study, "study id", "lock the study")}.lock'
 
 def lock_holder(path:Path) -> str|None:
     "Who holds the study lock at `path` ('pid N on HOST'), or None when nobody does; creates nothing."
@@ -40,14 +41,16 @@ def _ancestors() -> set[int]:
     return out
 
 def _held_above(path:Path) -> bool:
-    "True when the `workbench` command that started this process (papermill's kernel) holds the lock at `path` for it ($WORKBENCH_STUDY_LOCK)."
+    """True when the `workbench` command that started this process (papermill's kernel) holds the lock at `path` for it
+    ($WORKBENCH_STUDY_LOCK)."""
     if os.environ.get('WORKBENCH_STUDY_LOCK') != str(path): return False
     m = re.match(r'pid (\d+) on (\S+)', lock_holder(path) or '')
     return bool(m) and m.group(2) == socket.gethostname() and int(m.group(1)) in _ancestors()
 
 @contextmanager
 def study_lock(study:str, uri:str|None=None):
-    "Hold an exclusive lock on `study` (a file beside the sqlite store, else under runs/locks); a second process running the same study is refused. The OS drops the lock when the holder dies."
+    """Hold an exclusive lock on `study` (a file beside the sqlite store, else under runs/locks); a second process
+    running the same study is refused. The OS drops the lock when the holder dies."""
     import fcntl
     path = lock_path(study, uri)
     if _held_above(path): yield path; return            # `workbench run` took it before starting this notebook's kernel

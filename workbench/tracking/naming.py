@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 from ..base.core import content_hash
 from ..domain.results import BenchResult, SLA, sla_verdict, user_tok_s
-from ..domain.recipes import load_traces
+from ..domain.loading import load_traces
+from ..domain.metrics import (BAND_KEYS, ERROR_COUNT, GOODPUT, GPU_TPS, ITL, ITL_P50, OUTPUT_TPS,
+                                      REQUEST_THROUGHPUT, TTFT, TTFT_P50, USER_TPS, USER_TPS_P50, stat_key)
+
 
 # %% auto #0
-__all__ = ['ROLE_PARAMS', 'CORE_METRICS', 'BAND_METRICS', 'VIEW_METRICS', 'VIEW_PARAMS', 'VIEW_TAGS', 'CLASSIC', 'label',
+__all__ = ['ROLE_PARAMS', 'CORE_METRICS', 'BAND_ORDER', 'VIEW_METRICS', 'VIEW_PARAMS', 'VIEW_TAGS', 'CLASSIC', 'label',
            'run_name', 'changed_params', 'point_params', 'all_metrics', 'core_metrics', 'band_text', 'workload_source',
            'workload_dataset', 'study_view_state', 'view_key', 'ui_base', 'run_url', 'home_url', 'view_url']
 
@@ -35,12 +38,14 @@ def run_name(group:str|None, changes:dict|None, concurrency:int, name:str='') ->
 # %% ../../nbs/03_tracking/00_naming.ipynb #9821e0b7
 ROLE_PARAMS = {'tp': ('parallelism', 'tensor_parallel_size'), 'dp': ('parallelism', 'data_parallel_size'),
                'ep': ('parallelism', 'expert_parallel'), 'replicas': ('parallelism', 'replicas'),
-               'kv_dtype': ('cache', 'kv_cache_dtype'), 'block_size': ('cache', 'block_size'), 'prefix_caching': ('cache', 'prefix_caching'),
+               'kv_dtype': ('cache', 'kv_cache_dtype'), 'block_size': ('cache', 'block_size'),
+               'prefix_caching': ('cache', 'prefix_caching'),
                'max_num_seqs': ('cache', 'max_num_seqs'), 'max_batched_tokens': ('cache', 'max_num_batched_tokens'),
                'gpu_mem': ('cache', 'gpu_memory_utilization'), 'host_offload_gb': ('cache', 'host_offload_gb'),
                'spec': ('speculative', 'method'), 'spec_tokens': ('speculative', 'num_tokens'),
                'acceptance_length': ('speculative', 'acceptance_length'), 'moe_backend': ('kernels', 'moe_backend'),
-               'attention_backend': ('kernels', 'attention_backend'), 'flashinfer_autotune': ('kernels', 'flashinfer_autotune')}
+               'attention_backend': ('kernels', 'attention_backend'),
+               'flashinfer_autotune': ('kernels', 'flashinfer_autotune')}
 
 def _text(v) -> str:
     "A param value as MLflow shows it."
@@ -50,7 +55,8 @@ def changed_params(group:str|None, changes:dict|None) -> dict[str, str]:
     "`changed.group`, `changed.setting` and `changed.value` of a variant (the recipe and baseline name themselves)."
     shown = _shown(changes or {}) or (changes or {})
     if not shown: return {'changed.group': group or 'recipe', 'changed.setting': 'none', 'changed.value': 'none'}
-    return {'changed.group': group, 'changed.setting': ','.join(shown), 'changed.value': ','.join(_text(v) for v in shown.values())}
+    return {'changed.group': group, 'changed.setting': ','.join(shown), 'changed.value': ','.join(_text(v)
+        for v in shown.values())}
 
 def point_params(v, concurrency:int, *, group:str|None=None, changes:dict|None=None, request_count:int|None=None,
                  seed:int|None=None) -> dict[str, str]:
@@ -61,16 +67,18 @@ def point_params(v, concurrency:int, *, group:str|None=None, changes:dict|None=N
         for key, (grp, field) in ROLE_PARAMS.items():
             if (val := getattr(getattr(w, grp), field, None)) is not None: out[f'{w.role}.{key}'] = _text(val)
     r = v.spec.frontend.routing
-    out.update({f'routing.{k}': _text(val) for k, val in (('mode', r.mode), ('kv_events', r.kv_events)) if val is not None})
+    out.update({f'routing.{k}': _text(val) for k,
+                val in (('mode', r.mode), ('kv_events', r.kv_events)) if val is not None})
     out['loadgen.concurrency'] = str(concurrency)
-    out.update({f'loadgen.{k}': str(val) for k, val in (('request_count', request_count), ('seed', seed)) if val is not None})
+    out.update({f'loadgen.{k}': str(val) for k,
+                val in (('request_count', request_count), ('seed', seed)) if val is not None})
     return out
 
 # %% ../../nbs/03_tracking/00_naming.ipynb #e809f7a1
-CORE_METRICS = ('output_token_throughput_per_gpu', 'output_token_throughput_per_user.p50', 'time_to_first_token.p50',
-                'time_to_first_token.p90', 'time_to_first_token.p99', 'inter_token_latency.p50', 'inter_token_latency.p90',
-                'inter_token_latency.p99', 'output_token_throughput', 'request_throughput', 'goodput', 'request_count',
-                'error_request_count', 'sla.passed', 'sla.user_tok_s')
+CORE_METRICS = (GPU_TPS, USER_TPS_P50, TTFT_P50,
+                stat_key(TTFT, 'p90'), stat_key(TTFT, 'p99'), ITL_P50, stat_key(ITL, 'p90'),
+                stat_key(ITL, 'p99'), OUTPUT_TPS, REQUEST_THROUGHPUT, GOODPUT, 'request_count',
+                ERROR_COUNT, 'sla.passed', 'sla.user_tok_s')
 
 def all_metrics(r:BenchResult) -> dict[str, float]:
     "Every statistic of every AIPerf metric of `r` (`m` = avg, `m.p50`, ...), unrounded."
@@ -84,20 +92,20 @@ def core_metrics(r:BenchResult, sla:SLA) -> dict[str, float]:
     "The core metric set of `r` (names in `CORE_METRICS`), rounded to two decimals; empty when not modelled."
     if not r.modelled: return {}
     a, v = all_metrics(r), sla_verdict(r, sla)
-    vals = {**a, 'output_token_throughput_per_gpu': r.output_tok_s_per_gpu, 'request_count': r.request_count,
-            'error_request_count': r.error_count, 'sla.passed': float(v.passed), 'sla.user_tok_s': v.user_tok_s}
+    vals = {**a, GPU_TPS: r.output_tok_s_per_gpu, 'request_count': r.request_count,
+            ERROR_COUNT: r.error_count, 'sla.passed': float(v.passed), 'sla.user_tok_s': v.user_tok_s}
     return {k: round(float(vals[k]), 2) for k in CORE_METRICS if vals.get(k) is not None}
 
 # %% ../../nbs/03_tracking/00_naming.ipynb #97efaa07
-BAND_METRICS = {'output_token_throughput': 'tok/s/GPU', 'output_token_throughput_per_user': 'tok/s/user',
-                'time_to_first_token': 'TTFT', 'inter_token_latency': 'ITL'}
+BAND_ORDER = (OUTPUT_TPS, USER_TPS, TTFT, ITL)   # the order a result's bands print in (labels: `metrics.BAND_KEYS`)
 
 def band_text(r:BenchResult) -> str:
     "The error band of `r` as text ('tok/s/GPU -15%/+18%, TTFT -20%/+25%'), '' when it carries none."
-    return ', '.join(f'{short} {r.band(m)}' for m, short in BAND_METRICS.items() if r.band(m))
+    return ', '.join(f'{short} {r.band(m)}' for m, short in ((m, BAND_KEYS[m]) for m in BAND_ORDER) if r.band(m))
 
 # %% ../../nbs/03_tracking/00_naming.ipynb #694f85af
-def workload_source(v, target:str, *, request_count:int|None=None, seed:int|None=None, generated:dict|None=None) -> tuple[str, dict]:
+def workload_source(v, target:str, *, request_count:int|None=None, seed:int|None=None,
+                    generated:dict|None=None) -> tuple[str, dict]:
     "The dataset name and source description of variant `v`'s benchmark workload on `target`."
     b = v.recipe.benchmarks.get(v.topology_name) or v.recipe.benchmarks[v.recipe.default_topology]
     wl, n = b.workload, request_count or b.request_count
@@ -105,40 +113,47 @@ def workload_source(v, target:str, *, request_count:int|None=None, seed:int|None
            **{k: val for k, val in wl.model_dump().items() if val is not None}}
     if wl.trace:
         t = load_traces().get(wl.trace)
-        if t is not None: src.update({k: val for k, val in {'trace_file': t.file, 'trace_sha256': getattr(t, 'sha256', None)}.items() if val})
+        if t is not None: src.update({k: val for k, val in {'trace_file': t.file,
+                                                            'trace_sha256': getattr(t, 'sha256', None)}.items() if val})
         name = wl.trace + (' (sim stand-in)' if target == 'sim' else '')
-        if target == 'sim': src['generator'] = 'workbench sim: synthetic requests with the trace statistics (means, reuse); spread assumed'
+        if target == 'sim': src['generator'] = ('workbench sim: synthetic requests with the trace statistics (means, '
+                                                'reuse); spread assumed')
     else:
-        name = f'synthetic isl{wl.isl}/osl{wl.osl}' + (f'/prefix{wl.shared_prefix_tokens}' if wl.shared_prefix_tokens else '')
+        name = f'synthetic isl{wl.isl}/osl{wl.osl}' + (f'/prefix{wl.shared_prefix_tokens}' if wl.shared_prefix_tokens
+                                                       else '')
         src['generator'] = 'workbench sim workload' if target == 'sim' else 'aiperf synthetic inputs'
     if generated: src['generated'] = generated
     return name, src
 
 def workload_dataset(v, target:str, **kw):
-    "An `mlflow.data` dataset (name, digest, source) describing variant `v`'s workload on `target` (kwargs as `workload_source`)."
+    """An `mlflow.data` dataset (name, digest, source) describing variant `v`'s workload on `target` (kwargs as
+    `workload_source`)."""
     from mlflow.data.meta_dataset import MetaDataset
     from mlflow.data.code_dataset_source import CodeDatasetSource
     name, src = workload_source(v, target, **kw)
-    return MetaDataset(CodeDatasetSource(tags={k: json.dumps(val, default=str) if not isinstance(val, str) else val for k, val in src.items()}),
+    return MetaDataset(CodeDatasetSource(tags={k: json.dumps(val, default=str) if not isinstance(val, str) else val
+                                               for k, val in src.items()}),
                        name=name, digest=content_hash(src, 8))
 
 # %% ../../nbs/03_tracking/00_naming.ipynb #d2238d6c
-VIEW_METRICS = ('output_token_throughput_per_gpu', 'output_token_throughput_per_user.p50', 'time_to_first_token.p50',
-                'time_to_first_token.p90', 'time_to_first_token.p99', 'inter_token_latency.p50', 'inter_token_latency.p90',
-                'inter_token_latency.p99', 'goodput', 'error_request_count', 'sla.passed')
+VIEW_METRICS = (GPU_TPS, USER_TPS_P50, TTFT_P50,
+                stat_key(TTFT, 'p90'), stat_key(TTFT, 'p99'), ITL_P50, stat_key(ITL, 'p90'),
+                stat_key(ITL, 'p99'), GOODPUT, ERROR_COUNT, 'sla.passed')
 VIEW_PARAMS = ('changed.group', 'changed.setting', 'changed.value', 'topology')
 VIEW_TAGS = ('workbench.provenance', 'workbench.error_band')
 
 def _col(kind:str, name:str) -> str: return f'{kind}.`{name}`'
 
 def study_view_state(study:str) -> dict:
-    "The runs-table view of one study (MLflow's shared view state): its points sorted by tok/s/GPU, the core columns, readable widths."
-    cols = ([_col('metrics', m) for m in VIEW_METRICS] + [_col('tags', t) for t in VIEW_TAGS] + [_col('attributes', 'Dataset')]
-            + [_col('params', p) for p in VIEW_PARAMS])
+    """The runs-table view of one study (MLflow's shared view state): its points sorted by tok/s/GPU, the core columns,
+    readable widths."""
+    cols = ([_col('metrics', m) for m in VIEW_METRICS] + [_col('tags', t) for t in VIEW_TAGS]
+            + [_col('attributes', 'Dataset')] + [_col('params', p) for p in VIEW_PARAMS])
     widths = {c: max(110, round(7.4*len(c.split('`')[1])) + 30) for c in cols}
-    widths.update({_col('attributes', 'Run Name'): 440, _col('attributes', 'Dataset'): 300, _col('tags', 'workbench.error_band'): 190})
+    widths.update({_col('attributes', 'Run Name'): 440, _col('attributes', 'Dataset'): 300,
+                   _col('tags', 'workbench.error_band'): 190})
     return {'searchFilter': f"tags.`workbench.study` = '{study}' and tags.`workbench.kind` = 'point'",
-            'orderByKey': _col('metrics', 'output_token_throughput_per_gpu'), 'orderByAsc': False, 'lifecycleFilter': 'Active',
+            'orderByKey': _col('metrics', GPU_TPS), 'orderByAsc': False, 'lifecycleFilter': 'Active',
             'selectedColumns': cols, 'columnOrder': [_col('attributes', 'Run Name'), *cols], 'columnWidths': widths}
 
 def view_key(study:str) -> str:
@@ -150,7 +165,8 @@ def ui_base(uri:str, port:int=5000) -> str:
     "The MLflow UI serving store `uri`: the server itself for http(s) stores, else `workbench ui` on `port`."
     return uri.rstrip('/') if uri.startswith(('http://', 'https://')) else f'http://127.0.0.1:{port}'
 
-CLASSIC = 'workflowType=machine_learning'   # MLflow 3's UI opens on its GenAI pages unless a link asks for the model-training ones
+# MLflow 3's UI opens on its GenAI pages unless a link asks for the model-training ones
+CLASSIC = 'workflowType=machine_learning'
 
 def run_url(base:str, experiment_id:str, run_id:str) -> str:
     "The UI page of one run."

@@ -4,79 +4,29 @@
 
 # %% ../../nbs/03_tracking/01_runs.ipynb #bb4b4a83
 from __future__ import annotations
-import errno, json, os, random, re, shutil, signal, socket, sqlite3, subprocess, sys, tempfile, time
+import json, os, re, shutil, socket, sqlite3, subprocess, sys, tempfile, time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Iterator
 import pandas as pd
-from ..base.core import WorkbenchError, DiskFull, repo_root, runs_dir, runs_root, content_hash, free_port, stop_group, fs_error, is_disk_full, env_set
-from ..base.inputs import short, check_writable_dir
+from ..base.core import WorkbenchError, content_hash, fs_error, is_disk_full, env_set
+from ..base.inputs import short
 from ..domain.results import BenchResult, SLA, sla_verdict
-from .naming import core_metrics, all_metrics, band_text, home_url, run_name as _run_name, study_view_state, view_key
-from .store import (tracking_uri, sqlite_path, template_db, fresh_store, RETRIES, _retry, _store_error, check_server, check_store,
-                             check_port, client, experiment_id, _artifact_root, Reserve, reserve_path, record_failed, RESERVE_FILE,
-                             FULL_DISK_LOG_BYTES, settled_note)
+from .naming import (core_metrics, all_metrics, band_text, run_name as _run_name, study_view_state,
+                                       view_key)
+from .store import (tracking_uri, sqlite_path, template_db, fresh_store, RETRIES, retry,
+                                      check_server, check_store, check_port, client, experiment_id, artifact_root,
+                                      Reserve, reserve_path, record_failed, RESERVE_FILE, FULL_DISK_LOG_BYTES,
+                                      settled_note)   # the MLflow store, as `tracking` offers it to every other folder
+from ..domain.metrics import OUTPUT_TPS, TTFT
+from .lineage import package_versions, source_tags
 
 # %% auto #0
-__all__ = ['PACKAGES', 'GIT_TTL_S', 'SLA_MAX_ARTIFACT', 'IDENTITY', 'git_sha', 'package_versions', 'source_tags', 'flatten',
-           'log_batch', 'StudyRun', 'find_study', 'set_study_view', 'failure_text', 'study_run', 'log_files',
-           'log_texts', 'log_notebook', 'log_calibration', 'log_section', 'point_key', 'provenance_of', 'PointRun',
-           'point_run', 'log_point', 'find_point', 'download', 'point_result', 'log_sla_maxima', 'sla_maxima',
-           'mark_stale_runs', 'failed_point', 'study_runs', 'compare', 'serve_ui', 'ui', 'chromium', 'browse']
-
-# %% ../../nbs/03_tracking/01_runs.ipynb #f2839f7a
-PACKAGES = ('workbench', 'mlflow', 'ai-dynamo', 'ai-dynamo-runtime', 'aiperf', 'aiconfigurator', 'vllm', 'papermill', 'kubernetes')
-
-GIT_TTL_S = 5.0        # a study logs many points a second: git is asked again after this long
-_GIT: dict[str, tuple[float, str]] = {}
-
-def git_sha(path=None) -> str:
-    "HEAD commit of the checkout at `path` (repo root by default), '-dirty' when it has changes; 'unknown' outside git (asked again after `GIT_TTL_S`)."
-    cwd = str(Path(path).resolve() if path else repo_root())
-    t, sha = _GIT.get(cwd, (-GIT_TTL_S, ''))
-    if time.monotonic() - t < GIT_TTL_S: return sha
-    if (sha := _git_sha(cwd)) != 'unknown': _GIT[cwd] = (time.monotonic(), sha)    # a git that timed out is asked again next time
-    return sha
-
-def _git_sha(cwd:str) -> str:
-    "`git_sha` without the cache."
-    try:
-        sha = subprocess.run(['git', 'rev-parse', 'HEAD'], cwd=cwd, capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'], cwd=cwd, capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired): return 'unknown'
-    return (sha + ('-dirty' if dirty else '')) if sha else 'unknown'
-
-_VERSIONS: dict[tuple, dict[str, str]] = {}
-
-def _installed_state() -> tuple:
-    "Modification times of the import path's package folders (site-packages): an install or removal changes the folder it writes to."
-    dirs = tuple(p for p in sys.path if p.rstrip('/').endswith(('site-packages', 'dist-packages')))
-    out = []
-    for p in dirs:
-        try: out.append(os.stat(p).st_mtime_ns)
-        except OSError: out.append(None)
-    return dirs, tuple(out)
-
-def package_versions(names=PACKAGES) -> dict[str, str]:
-    "Installed version of each package in `names` ('absent' when not installed); read again only after an install changes the import path's folders."
-    key = (tuple(names), _installed_state())
-    if key not in _VERSIONS:
-        out = {'python': sys.version.split()[0]}
-        for n in names:
-            try: out[n] = metadata.version(n)
-            except metadata.PackageNotFoundError: out[n] = 'absent'
-        _VERSIONS[key] = out
-    return dict(_VERSIONS[key])
-
-def source_tags(name:str, path=None) -> dict[str, str]:
-    "MLflow's system tags for where a run comes from: git commit (`mlflow.source.git.commit`), source type and name; `workbench.git_dirty` when the checkout has changes."
-    sha = git_sha(path)
-    t = {'mlflow.source.type': 'LOCAL', 'mlflow.source.name': name}
-    if sha != 'unknown': t['mlflow.source.git.commit'] = sha.removesuffix('-dirty')
-    if sha.endswith('-dirty'): t['workbench.git_dirty'] = 'true'
-    return t
+__all__ = ['SLA_MAX_ARTIFACT', 'flatten', 'log_batch', 'owner_tags', 'StudyRun', 'quoted', 'find_study', 'set_study_view',
+           'failure_text', 'study_run', 'log_files', 'log_texts', 'artifact_names', 'log_notebook', 'log_calibration',
+           'log_section', 'point_key', 'provenance_of', 'PointRun', 'point_run', 'log_point', 'find_point', 'download',
+           'point_result', 'log_sla_maxima', 'sla_maxima', 'mark_stale_runs', 'failed_point']
 
 # %% ../../nbs/03_tracking/01_runs.ipynb #70ecd5df
 def flatten(d:dict, prefix:str='') -> dict[str, str]:
@@ -95,10 +45,11 @@ def log_batch(c, run_id:str, *, params:dict|None=None, tags:dict|None=None, metr
     ps = [Param(k, v) for k, v in flatten(params or {}).items()]
     ts = [RunTag(k, str(v)[:8000]) for k, v in (tags or {}).items()]
     ms = [MMetric(k, float(v), now, 0) for k, v in (metrics or {}).items() if v is not None]
-    for b in _batches(ps, ts, ms): _retry(c.log_batch, run_id, **b)
+    for b in _batches(ps, ts, ms): retry(c.log_batch, run_id, **b)
 
 def _batches(ps:list, ts:list, ms:list) -> list[dict]:
-    "Params, tags and metrics packed into as few `log_batch` calls as MLflow takes: 100 params, 100 tags, 1,000 entities, under 1 MB."
+    """Params, tags and metrics packed into as few `log_batch` calls as MLflow takes: 100 params, 100 tags, 1,000
+    entities, under 1 MB."""
     new = lambda: {'params': [], 'tags': [], 'metrics': []}
     out, cur, n, size = [], new(), 0, 0
     for kind, items in (('params', ps), ('tags', ts), ('metrics', ms)):
@@ -115,9 +66,10 @@ def _pid_start(pid:int) -> str:
     try: return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[19]
     except (OSError, IndexError): return ''
 
-def _owner_tags() -> dict[str, str]:
+def owner_tags() -> dict[str, str]:
     "Tags naming this process: host, pid and pid start time."
-    return {'workbench.host': socket.gethostname(), 'workbench.pid': str(os.getpid()), 'workbench.pid_start': _pid_start(os.getpid())}
+    return {'workbench.host': socket.gethostname(), 'workbench.pid': str(os.getpid()),
+            'workbench.pid_start': _pid_start(os.getpid())}
 
 def _owner_alive(tags:dict) -> bool|None:
     "Whether the process named in a run's tags still runs (None when it ran on another host)."
@@ -134,21 +86,24 @@ class StudyRun:
     experiment_id: str
     uri: str
     extra_tags: dict = field(default_factory=dict)
-    reserve: object = None              # the study's `Reserve` while it runs: room to record a failure when the disk fills
+    # the study's `Reserve` while it runs: room to record a failure when the disk fills
+    reserve: object = None
 
     @property
     def client(self):
         "An `MlflowClient` on this study's store."
         return client(self.uri)
 
-def _quoted(s:str) -> str:
+def quoted(s:str) -> str:
     "`s` made safe inside a single-quoted MLflow filter value."
-    if "'" in s or '\\' in s: raise WorkbenchError(f'id {s!r} contains a quote or backslash', 'search MLflow runs', 'use letters, digits, dots, dashes and underscores')
+    if "'" in s or '\\' in s: raise WorkbenchError(f'id {s!r} contains a quote or backslash', 'search MLflow runs',
+                                                   'use letters, digits, dots, dashes and underscores')
     return s
 
 def _find_study(c, eid:str, study:str):
     "The most recent parent run of `study` in experiment `eid`, or None."
-    runs = _retry(c.search_runs, [eid], f"tags.`workbench.study` = '{_quoted(study)}' and tags.`workbench.kind` = 'study'",
+    runs = retry(c.search_runs, [eid],
+                  f"tags.`workbench.study` = '{quoted(study)}' and tags.`workbench.kind` = 'study'",
                   order_by=['attributes.start_time DESC'], max_results=1)
     return runs[0] if runs else None
 
@@ -158,20 +113,24 @@ def find_study(model:str, study:str, *, tracking_uri:str|None=None):
     return None if eid is None else _find_study(c, eid, study)
 
 def set_study_view(c, experiment_id:str, study:str) -> str:
-    "Save the runs-table view of `study` on its experiment (MLflow's shared view state, `layout.study_view_state`); returns its share key."
+    """Save the runs-table view of `study` on its experiment (MLflow's shared view state, `layout.study_view_state`);
+    returns its share key."""
     key = view_key(study)
-    _retry(c.set_experiment_tag, experiment_id, f'mlflow.sharedViewState.{key}', json.dumps(study_view_state(_quoted(study))))
+    retry(c.set_experiment_tag, experiment_id, f'mlflow.sharedViewState.{key}',
+           json.dumps(study_view_state(quoted(study))))
     return key
 
 def _check_params(run, params:dict):
     "Refuse to resume `run` with parameters that differ from those it logged."
     new, old = flatten(params), run.data.params
     diff = {k: (old[k], v) for k, v in new.items() if k in old and old[k] != v}
-    if diff: raise WorkbenchError(f'study {run.data.tags.get("workbench.study")} was run with other parameters {short(diff, 400)}',
+    if diff: raise WorkbenchError(f'study {run.data.tags.get("workbench.study")} was run with other parameters '
+                                  f'{short(diff, 400)}',
                                   'resume the study', 'pass a new study id, or the same parameters as before')
 
 def failure_text(e:BaseException) -> str:
-    "The cause of a failure in one line: a WorkbenchError's operation and the first line of what happened, else the exception type and message."
+    """The cause of a failure in one line: a WorkbenchError's operation and the first line of what happened, else the
+    exception type and message."""
     if isinstance(e, WorkbenchError):
         what = next((l.strip() for l in str(e.what).splitlines() if l.strip()), 'failed').rstrip(':;, ')
         return f'{e.op}: {what}'[:1000]
@@ -179,19 +138,22 @@ def failure_text(e:BaseException) -> str:
     return f'{type(e).__name__}: {msg}'[:1000] if msg else type(e).__name__
 
 def _mark_failed(c, rid:str, e:BaseException) -> bool:
-    """Best effort: tag run `rid` with the cause of `e` and end it FAILED (KILLED on Ctrl-C); False when the store refused (a full disk:
+    """Best effort: tag run `rid` with the cause of `e` and end it FAILED (KILLED on Ctrl-C); False when the store
+    refused (a full disk:
     the study's `Reserve` then keeps the record for the next run)."""
     try:
-        _retry(c.set_tag, rid, 'workbench.failure', failure_text(e))
-        _retry(c.set_terminated, rid, status='KILLED' if isinstance(e, KeyboardInterrupt) else 'FAILED')
+        retry(c.set_tag, rid, 'workbench.failure', failure_text(e))
+        retry(c.set_terminated, rid, status='KILLED' if isinstance(e, KeyboardInterrupt) else 'FAILED')
         return True
     except Exception: return False
 
 def _end_children(c, eid:str, study:str, e:BaseException):
-    "Best effort: end FAILED (with the cause of `e`) the child runs of `study` that this process left RUNNING when the study stopped."
-    q = f"tags.`workbench.study` = '{_quoted(study)}' and tags.`workbench.kind` = 'point' and attributes.status = 'RUNNING'"
+    """Best effort: end FAILED (with the cause of `e`) the child runs of `study` that this process left RUNNING when the
+    study stopped."""
+    q = (f"tags.`workbench.study` = '{quoted(study)}' and tags.`workbench.kind` = 'point' and attributes.status = "
+         "'RUNNING'")
     try:
-        for r in _retry(c.search_runs, [eid], q, max_results=1000):
+        for r in retry(c.search_runs, [eid], q, max_results=1000):
             if r.data.tags.get('workbench.pid') == str(os.getpid()): _mark_failed(c, r.info.run_id, e)
     except Exception: pass
 
@@ -203,37 +165,43 @@ def study_run(model:str, study:str, *, params:dict, tracking_uri:str|None=None, 
     c = client(tracking_uri); eid = experiment_id(model, c.tracking_uri)
     src = source_tags(f'workbench study {model}')
     t = {'workbench.kind': 'study', 'workbench.study': study, 'workbench.model': model, **src,
-         **{f'version.{k}': v for k, v in package_versions().items()}, **_owner_tags(), **(tags or {})}
+         **{f'version.{k}': v for k, v in package_versions().items()}, **owner_tags(), **(tags or {})}
     old = _find_study(c, eid, study)
     if old is not None:
         _check_params(old, params); rid = old.info.run_id
-        _retry(c.update_run, rid, status='RUNNING')
-        if (why := old.data.tags.get('workbench.failure')) is not None:   # the earlier attempt's failure: kept, but no longer current
-            _retry(c.set_tag, rid, 'workbench.resumed_after', why); _retry(c.delete_tag, rid, 'workbench.failure')
+        retry(c.update_run, rid, status='RUNNING')
+        # the earlier attempt's failure: kept, but no longer current
+        if (why := old.data.tags.get('workbench.failure')) is not None:
+            retry(c.set_tag, rid, 'workbench.resumed_after', why); retry(c.delete_tag, rid, 'workbench.failure')
         params = {k: v for k, v in flatten(params).items() if k not in old.data.params}
-    else: rid = _retry(c.create_run, eid, run_name=run_name or study, tags=t).info.run_id
+    else: rid = retry(c.create_run, eid, run_name=run_name or study, tags=t).info.run_id
     log_batch(c, rid, params=params, tags=t)
     set_study_view(c, eid, study)
-    s = StudyRun(model=model, study=study, run_id=rid, experiment_id=eid, uri=c.tracking_uri, extra_tags={**src, **(tags or {})})
+    s = StudyRun(model=model, study=study, run_id=rid, experiment_id=eid, uri=c.tracking_uri, extra_tags={**src,
+        **(tags or {})})
     try: yield s
     except BaseException as e:
-        if s.reserve is not None and is_disk_full(e):       # the record first, over the reserve: it frees the room MLflow needs
+        # the record first, over the reserve: it frees the room MLflow needs
+        if s.reserve is not None and is_disk_full(e):
             s.reserve.release([{'kind': 'study', 'uri': c.tracking_uri, 'run_id': rid, 'cause': failure_text(e)}])
         _mark_failed(c, rid, e); _end_children(c, eid, study, e); raise
-    _retry(c.set_terminated, rid, status='FINISHED')
+    retry(c.set_terminated, rid, status='FINISHED')
 
 # %% ../../nbs/03_tracking/01_runs.ipynb #80a511f9
 def log_files(c, run_id:str, paths, artifact_dir:str|None=None):
     "Upload each file or folder in `paths` to `run_id` under `artifact_dir`."
     for p in map(Path, paths):
-        if not p.exists(): raise WorkbenchError(f'{p} does not exist', 'log an artifact', 'pass the path of a file the run wrote')
-        if p.is_dir(): _retry(c.log_artifacts, run_id, str(p), f'{artifact_dir}/{p.name}' if artifact_dir else p.name)
-        else: _retry(c.log_artifact, run_id, str(p), artifact_dir)
+        if not p.exists(): raise WorkbenchError(f'{p} does not exist', 'log an artifact',
+                                                'pass the path of a file the run wrote')
+        if p.is_dir(): retry(c.log_artifacts, run_id, str(p), f'{artifact_dir}/{p.name}' if artifact_dir else p.name)
+        else: retry(c.log_artifact, run_id, str(p), artifact_dir)
 
 def _stage(d:Path, texts:dict[str, str], files:dict[str, list]):
-    "Write `texts` (name -> text) and copy `files` (folder -> files or folders) into `d`; a missing file is refused before anything is copied."
+    """Write `texts` (name -> text) and copy `files` (folder -> files or folders) into `d`; a missing file is refused
+    before anything is copied."""
     for p in (Path(x) for paths in files.values() for x in paths):
-        if not p.exists(): raise WorkbenchError(f'{p} does not exist', 'log an artifact', 'pass the path of a file the run wrote')
+        if not p.exists(): raise WorkbenchError(f'{p} does not exist', 'log an artifact',
+                                                'pass the path of a file the run wrote')
     try:
         for name, text in texts.items():
             (d/name).parent.mkdir(parents=True, exist_ok=True); (d/name).write_text(text, encoding='utf-8')
@@ -245,17 +213,18 @@ def _stage(d:Path, texts:dict[str, str], files:dict[str, list]):
     except OSError as e: raise fs_error(e, 'stage artifacts for MLflow') from None
 
 def log_texts(c, run_id:str, texts:dict[str, str], artifact_dir:str|None=None, *, files:dict[str, list]|None=None):
-    "Upload `texts` (filename -> text) and `files` (sub-folder -> paths) to `run_id` under `artifact_dir`, in one upload."
+    """Upload `texts` (filename -> text) and `files` (sub-folder -> paths) to `run_id` under `artifact_dir`, in one
+    upload."""
     if not texts and not any((files or {}).values()): return
     with tempfile.TemporaryDirectory() as d:
         _stage(Path(d), texts, files or {})
-        _retry(c.log_artifacts, run_id, d, artifact_dir)
+        retry(c.log_artifacts, run_id, d, artifact_dir)
 
-def _artifact_names(c, run_id:str, path:str|None=None) -> list[str]:
+def artifact_names(c, run_id:str, path:str|None=None) -> list[str]:
     "Paths of all artifacts of `run_id` (recursive)."
     out = []
-    for f in _retry(c.list_artifacts, run_id, path):
-        out += _artifact_names(c, run_id, f.path) if f.is_dir else [f.path]
+    for f in retry(c.list_artifacts, run_id, path):
+        out += artifact_names(c, run_id, f.path) if f.is_dir else [f.path]
     return sorted(out)
 
 # %% ../../nbs/03_tracking/01_runs.ipynb #655d8a6b
@@ -264,10 +233,12 @@ def log_notebook(study:StudyRun, path):
     log_files(study.client, study.run_id, [path], 'notebook')
 
 def log_calibration(c, run_id:str, provenance:dict, name:str='calibration'):
-    """Store what a study's numbers rest on: the whole `provenance` as one artifact, `calibration/<name>.json`; only its top-level
+    """Store what a study's numbers rest on: the whole `provenance` as one artifact, `calibration/<name>.json`; only
+    its top-level
     scalar fields (source, engine, ...) become `<name>.*` tags, so the parent run's tags stay a short summary."""
-    _retry(c.log_dict, run_id, provenance, f'calibration/{name}.json')
-    scal = {f'{name}.{k}': str(v) for k, v in provenance.items() if isinstance(v, (str, int, float, bool)) and len(str(v)) <= 250}
+    retry(c.log_dict, run_id, provenance, f'calibration/{name}.json')
+    scal = {f'{name}.{k}': str(v) for k,
+            v in provenance.items() if isinstance(v, (str, int, float, bool)) and len(str(v)) <= 250}
     log_batch(c, run_id, tags={**scal, f'{name}.artifact': f'calibration/{name}.json'})
 
 # %% ../../nbs/03_tracking/01_runs.ipynb #6509fc87
@@ -276,7 +247,8 @@ def _slug(x) -> str:
     return re.sub(r'[^A-Za-z0-9_.-]+', '_', str(x)).strip('_')[:60]
 
 def log_section(c, run_id:str, section:str, df:pd.DataFrame, *, keys:list[str], values:list[str]) -> int:
-    "Log table `df` to run `run_id`: CSV artifact, metrics `<section>.<keys>.<column>` for the `values` columns, provenance tag; returns the metric count."
+    """Log table `df` to run `run_id`: CSV artifact, metrics `<section>.<keys>.<column>` for the `values` columns,
+    provenance tag; returns the metric count."""
     ms = {}
     for _, r in df.iterrows():
         key = '.'.join(_slug(r[k]) for k in keys)
@@ -290,16 +262,18 @@ def point_key(**parts) -> str:
     "Content hash of everything that determines a point's result."
     return content_hash(parts, n=16)
 
-def _run_tags(study:StudyRun, *, key, variant, concurrency, group, variant_hash, target, recipe_version, image, check) -> dict:
+def _run_tags(study:StudyRun, *, key, variant, concurrency, group, variant_hash, target, recipe_version, image,
+              check) -> dict:
     "Tags of a child run before its result is known."
     return {'mlflow.parentRunId': study.run_id, 'workbench.kind': 'point', 'workbench.study': study.study,
             'workbench.model': study.model, 'workbench.point_key': key, 'workbench.variant': variant,
             'workbench.concurrency': str(concurrency), 'workbench.group': group, 'workbench.variant_hash': variant_hash,
             'workbench.target': target, 'workbench.recipe_version': recipe_version, 'workbench.image': image,
-            'workbench.check': check, **_owner_tags(), **study.extra_tags}
+            'workbench.check': check, **owner_tags(), **study.extra_tags}
 
 def provenance_of(r:BenchResult) -> str:
-    "How a number came about: what its source stated (`extra['provenance']`, e.g. 'measured: vLLM CPU build, ...'), else 'published', 'simulated' or 'measured'."
+    """How a number came about: what its source stated (`extra['provenance']`, e.g. 'measured: vLLM CPU build, ...'),
+    else 'published', 'simulated' or 'measured'."""
     return r.extra.get('provenance') or r.provenance
 
 def _result_tags(r:BenchResult, sla:SLA) -> dict:
@@ -307,15 +281,18 @@ def _result_tags(r:BenchResult, sla:SLA) -> dict:
     return {'workbench.simulated': str(r.simulated).lower(), 'workbench.provenance': provenance_of(r),
             'workbench.error_band': band_text(r) or 'none', 'workbench.band_basis': r.band_basis or '',
             'workbench.engine': r.engine, 'workbench.calibration_id': r.calibration_id or '',
-            'workbench.sla': sla_verdict(r, sla).reason if r.modelled else 'not modelled', 'workbench.modelled': str(r.modelled).lower(),
+            'workbench.sla': sla_verdict(r, sla).reason if r.modelled else 'not modelled',
+            'workbench.modelled': str(r.modelled).lower(),
             'workbench.topology': r.topology, 'workbench.total_gpus': str(r.total_gpus)}
 
 def _note(r:BenchResult, sla:SLA, name:str) -> str:
-    "The run's description (`mlflow.note.content`): what ran, how its numbers came about, the two main numbers, the SLA verdict."
+    """The run's description (`mlflow.note.content`): what ran, how its numbers came about, the two main numbers, the
+    SLA verdict."""
     head = f'{name} on {r.target} ({r.topology}, {r.total_gpus} GPUs): {provenance_of(r)} ({r.engine})'
     if not r.modelled: return head + '. Not modelled by the simulator: no numbers.'
-    t, f, band = r.output_tok_s_per_gpu, r.value('time_to_first_token', 'p50'), band_text(r)
-    nums = ', '.join(x for x in [f'{t:.1f} tok/s/GPU' if t is not None else '', f'TTFT p50 {f:.0f} ms' if f is not None else ''] if x)
+    t, f, band = r.output_tok_s_per_gpu, r.value(TTFT, 'p50'), band_text(r)
+    nums = ', '.join(x for x in [f'{t:.1f} tok/s/GPU' if t is not None else '',
+                                 f'TTFT p50 {f:.0f} ms' if f is not None else ''] if x)
     bt = f'; error band {band}' + (f' ({r.band_basis})' if r.band_basis else '') if band else ''
     return f'{head}. {nums}{bt}. SLA: {sla_verdict(r, sla).reason}.'
 
@@ -328,38 +305,49 @@ class PointRun:
     logged: bool = False
     name: str = ''
 
-    def log_result(self, r:BenchResult, sla:SLA, *, manifests:dict[str, str]|None=None, exports=(), charts=(), bundle:dict|None=None):
-        "Log `r` (core metrics, result tags, description, `bench_result.json`, `all_metrics.json`), its artifacts and its reproduce bundle."
+    def log_result(self, r:BenchResult, sla:SLA, *, manifests:dict[str, str]|None=None, exports=(), charts=(),
+                   bundle:dict|None=None):
+        """Log `r` (core metrics, result tags, description, `bench_result.json`, `all_metrics.json`), its artifacts and
+        its reproduce bundle."""
         c = self.study.client
-        log_batch(c, self.run_id, metrics=core_metrics(r, sla), tags={**_result_tags(r, sla), 'mlflow.note.content': _note(r, sla, self.name)})
-        texts = {'bench_result.json': r.model_dump_json(indent=1), 'all_metrics.json': json.dumps(all_metrics(r), indent=2, default=str),
+        log_batch(c, self.run_id, metrics=core_metrics(r, sla), tags={**_result_tags(r, sla),
+                                                                      'mlflow.note.content': _note(r, sla, self.name)})
+        texts = {'bench_result.json': r.model_dump_json(indent=1), 'all_metrics.json': json.dumps(all_metrics(r),
+                indent=2, default=str),
                  **{f'manifests/{k}': v for k, v in (manifests or {}).items()}}
-        if bundle is not None: texts['bundle.json'] = json.dumps({**bundle, 'run_id': self.run_id}, indent=2, default=str)   # workbench.studies.reproduce
-        log_texts(c, self.run_id, texts, files={'exports': list(exports), 'charts': list(charts)})   # one upload: a point's artifacts
+        # workbench.studies.reproduce
+        if bundle is not None: texts['bundle.json'] = json.dumps({**bundle, 'run_id': self.run_id}, indent=2,
+                                                                 default=str)
+        # one upload: a point's artifacts
+        log_texts(c, self.run_id, texts, files={'exports': list(exports), 'charts': list(charts)})
         self.logged = True
 
 # %% ../../nbs/03_tracking/01_runs.ipynb #226462af
 @contextmanager
 def point_run(study:StudyRun, *, key:str, variant:str, concurrency:int, settings:dict, group:str, variant_hash:str,
               target:str, recipe_version:str='', image:str='', check:str='not run', label:str|None=None,
-              params:dict|None=None, dataset=None, start_time:int|None=None, extra_tags:dict|None=None) -> Iterator[PointRun]:
-    "Open a child run of `study` for one variant x concurrency, named `<label> @c<concurrency>`; ends FINISHED once a result was logged."
+              params:dict|None=None, dataset=None, start_time:int|None=None,
+              extra_tags:dict|None=None) -> Iterator[PointRun]:
+    """Open a child run of `study` for one variant x concurrency, named `<label> @c<concurrency>`; ends FINISHED once a
+    result was logged."""
     from mlflow.entities import DatasetInput, InputTag
     c = study.client
-    tags = {**_run_tags(study, key=key, variant=variant, concurrency=concurrency, group=group, variant_hash=variant_hash,
+    tags = {**_run_tags(study, key=key, variant=variant, concurrency=concurrency, group=group,
+                        variant_hash=variant_hash,
                         target=target, recipe_version=recipe_version, image=image, check=check), **(extra_tags or {})}
     name = _run_name(None, None, concurrency, label or variant)
-    rid = _retry(c.create_run, study.experiment_id, run_name=name, tags=tags, start_time=start_time).info.run_id
+    rid = retry(c.create_run, study.experiment_id, run_name=name, tags=tags, start_time=start_time).info.run_id
     log_batch(c, rid, params={**(params or {}), 'loadgen.concurrency': str(concurrency)})
-    _retry(c.log_dict, rid, settings, 'settings.json')
+    retry(c.log_dict, rid, settings, 'settings.json')
     if dataset is not None:
-        _retry(c.log_inputs, rid, datasets=[DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag('mlflow.data.context', 'workload')])])
+        retry(c.log_inputs, rid, datasets=[DatasetInput(dataset._to_mlflow_entity(),
+                                                         tags=[InputTag('mlflow.data.context', 'workload')])])
     p = PointRun(study=study, run_id=rid, name=label or variant)
     try: yield p
     except BaseException as e:
         _mark_failed(c, rid, e); raise
-    if not p.logged: _retry(c.set_tag, rid, 'workbench.failure', 'no result was logged')
-    _retry(c.set_terminated, rid, status='FINISHED' if p.logged else 'FAILED')
+    if not p.logged: retry(c.set_tag, rid, 'workbench.failure', 'no result was logged')
+    retry(c.set_terminated, rid, status='FINISHED' if p.logged else 'FAILED')
 
 # %% ../../nbs/03_tracking/01_runs.ipynb #df829af9
 def log_point(study:StudyRun, r:BenchResult, sla:SLA, *, settings:dict, group:str, key:str|None=None,
@@ -369,7 +357,8 @@ def log_point(study:StudyRun, r:BenchResult, sla:SLA, *, settings:dict, group:st
     "Log `r` as a FINISHED child run of `study` (keywords as `point_run`); returns its run id."
     key = key or point_key(model=r.model, variant_hash=r.variant_hash, target=r.target, concurrency=r.concurrency)
     with point_run(study, key=key, variant=r.variant, concurrency=r.concurrency, settings=settings, group=group,
-                   variant_hash=r.variant_hash, target=r.target, recipe_version=recipe_version, image=image, check=check,
+                   variant_hash=r.variant_hash, target=r.target, recipe_version=recipe_version, image=image,
+                   check=check,
                    label=label, params=params, dataset=dataset, start_time=start_time, extra_tags=extra_tags) as p:
         p.log_result(r, sla, manifests=manifests, exports=exports, charts=charts, bundle=bundle)
     return p.run_id
@@ -379,7 +368,7 @@ def _experiment(experiment:str, uri:str|None) -> str|None:
     "Experiment id of `experiment`, given as a model name or an id."
     eid = experiment_id(experiment, uri, create=False)
     if eid is None and str(experiment).isdigit():
-        try: eid = _retry(client(uri).get_experiment, str(experiment)).experiment_id
+        try: eid = retry(client(uri).get_experiment, str(experiment)).experiment_id
         except Exception: eid = None
     return eid
 
@@ -387,42 +376,51 @@ def find_point(experiment:str, key:str, *, tracking_uri:str|None=None):
     "The latest FINISHED child run tagged `workbench.point_key = key`, or None."
     eid = _experiment(experiment, tracking_uri)
     if eid is None: return None
-    runs = _retry(client(tracking_uri).search_runs, [eid], f"tags.`workbench.point_key` = '{_quoted(key)}' and attributes.status = 'FINISHED'",
+    runs = retry(client(tracking_uri).search_runs, [eid],
+                  f"tags.`workbench.point_key` = '{quoted(key)}' and attributes.status = 'FINISHED'",
                   order_by=['attributes.start_time DESC'], max_results=1)
     return runs[0] if runs else None
 
 def download(c, run_id:str, path:str, dst) -> str:
-    "MLflow client `c`'s download of artifact `path` of `run_id` into `dst` (retried while the store is locked), without MLflow's progress bars."
-    with env_set(MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR=os.environ.get('MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR', 'false')):   # small files, many of them
-        return _retry(c.download_artifacts, run_id, path, dst)
+    """MLflow client `c`'s download of artifact `path` of `run_id` into `dst` (retried while the store is locked),
+    without MLflow's progress bars."""
+    # small files, many of them
+    with env_set(MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR=os.environ.get('MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR', 'false')):
+        return retry(c.download_artifacts, run_id, path, dst)
 
 def point_result(run, *, tracking_uri:str|None=None) -> BenchResult:
     "The `BenchResult` a child run logged (`run` is an MLflow Run or a run id)."
     rid = run if isinstance(run, str) else run.info.run_id
     with tempfile.TemporaryDirectory() as d:
         try: p = download(client(tracking_uri), rid, 'bench_result.json', d)
-        except Exception as e: raise WorkbenchError(f'run {rid} has no bench_result.json ({e})', 'read a logged point', 'measure the point again') from None
+        except Exception as e: raise WorkbenchError(f'run {rid} has no bench_result.json ({e})', 'read a logged point',
+                                                    'measure the point again') from None
         return BenchResult.model_validate_json(Path(p).read_text())
 
 SLA_MAX_ARTIFACT = 'sla_max.json'
 
 def log_sla_maxima(c, run_id:str, maxima:dict[str, dict]):
-    "Store a study's SLA-constrained best per variant hash as one artifact of its parent run (`sla_max.json`), not as a tag per variant."
-    _retry(c.log_dict, run_id, maxima, SLA_MAX_ARTIFACT)
+    """Store a study's SLA-constrained best per variant hash as one artifact of its parent run (`sla_max.json`), not as
+    a tag per variant."""
+    retry(c.log_dict, run_id, maxima, SLA_MAX_ARTIFACT)
 
 def sla_maxima(c, run) -> dict[str, dict]:
-    """The SLA-constrained best per variant hash that a study's parent run stored (`run`: an MLflow Run or its id): its `sla_max.json`,
+    """The SLA-constrained best per variant hash that a study's parent run stored (`run`: an MLflow Run or its id): its
+    `sla_max.json`,
     over the `workbench.sla_max.<hash>` tags of runs logged before there was one."""
-    run = _retry(c.get_run, run) if isinstance(run, str) else run
-    out = {k.removeprefix('workbench.sla_max.'): json.loads(v) for k, v in run.data.tags.items() if k.startswith('workbench.sla_max.')}
-    if SLA_MAX_ARTIFACT in {a.path for a in _retry(c.list_artifacts, run.info.run_id)}:
-        with tempfile.TemporaryDirectory() as d: out.update(json.loads(Path(download(c, run.info.run_id, SLA_MAX_ARTIFACT, d)).read_text()))
+    run = retry(c.get_run, run) if isinstance(run, str) else run
+    out = {k.removeprefix('workbench.sla_max.'): json.loads(v) for k,
+           v in run.data.tags.items() if k.startswith('workbench.sla_max.')}
+    if SLA_MAX_ARTIFACT in {a.path for a in retry(c.list_artifacts, run.info.run_id)}:
+        with tempfile.TemporaryDirectory() as d: out.update(json.loads(Path(download(c, run.info.run_id,
+                                                                                     SLA_MAX_ARTIFACT, d)).read_text()))
     return out
 
 # %% ../../nbs/03_tracking/01_runs.ipynb #61ace8dd
 def _stale_reason(run, max_age_s:float|None, now_ms:int) -> str|None:
     "Why a RUNNING `run` counts as stale, None when it does not."
-    if _owner_alive(run.data.tags) is False: return f'process {run.data.tags.get("workbench.pid")} on {run.data.tags.get("workbench.host")} is gone'
+    if _owner_alive(run.data.tags) is False: return (f'process {run.data.tags.get("workbench.pid")} on '
+                                                     f'{run.data.tags.get("workbench.host")} is gone')
     age = (now_ms - run.info.start_time)/1000
     if max_age_s is not None and age > max_age_s: return f'running for {age:.0f} s > {max_age_s:g} s'
     return None
@@ -430,87 +428,32 @@ def _stale_reason(run, max_age_s:float|None, now_ms:int) -> str|None:
 def mark_stale_runs(experiments=None, *, max_age_s:float|None=None, tracking_uri:str|None=None) -> list[str]:
     "Set stale RUNNING runs of `experiments` (model names or ids; all when None) to FAILED; returns their ids."
     c = client(tracking_uri)
-    eids = [e.experiment_id for e in _retry(c.search_experiments)] if experiments is None else \
-           [e for e in (_experiment(x, tracking_uri) for x in ([experiments] if isinstance(experiments, str) else experiments)) if e]
+    eids = [e.experiment_id for e in retry(c.search_experiments)] if experiments is None else \
+           [e for e in (_experiment(x, tracking_uri)
+                        for x in ([experiments] if isinstance(experiments, str) else experiments)) if e]
     if not eids: return []
     now, out = int(time.time()*1000), []
-    for run in _retry(c.search_runs, eids, "attributes.status = 'RUNNING'", max_results=50000):
+    for run in retry(c.search_runs, eids, "attributes.status = 'RUNNING'", max_results=50000):
         if (why := _stale_reason(run, max_age_s, now)) is None: continue
-        _retry(c.set_tag, run.info.run_id, 'workbench.failure', f'stale: {why}')
-        _retry(c.set_terminated, run.info.run_id, status='FAILED'); out.append(run.info.run_id)
+        retry(c.set_tag, run.info.run_id, 'workbench.failure', f'stale: {why}')
+        retry(c.set_terminated, run.info.run_id, status='FAILED'); out.append(run.info.run_id)
     return out
 
 # %% ../../nbs/03_tracking/01_runs.ipynb #c376aab3
-def failed_point(study:StudyRun, *, key:str, variant:str, concurrency:int, group:str, variant_hash:str, target:str, cause:str,
-                 recipe_version:str='', image:str='', label:str|None=None, params:dict|None=None, settings:dict|None=None, error:str='') -> dict:
-    "A failed point of `study` as a record: what `record_failed` writes into MLflow, now or later from the study's `Reserve`."
-    tags = {**_run_tags(study, key=key, variant=variant, concurrency=concurrency, group=group, variant_hash=variant_hash, target=target,
+def failed_point(study:StudyRun, *, key:str, variant:str, concurrency:int, group:str, variant_hash:str, target:str,
+                 cause:str,
+                 recipe_version:str='', image:str='', label:str|None=None, params:dict|None=None,
+                 settings:dict|None=None, error:str='') -> dict:
+    """A failed point of `study` as a record: what `record_failed` writes into MLflow, now or later from the study's
+    `Reserve`."""
+    tags = {**_run_tags(study, key=key, variant=variant, concurrency=concurrency, group=group,
+                        variant_hash=variant_hash, target=target,
                         recipe_version=recipe_version, image=image, check='not run'), 'workbench.failure': cause}
-    return {'kind': 'point', 'uri': study.uri, 'experiment_id': study.experiment_id, 'run_name': _run_name(None, None, concurrency, label or variant),
-            'tags': tags, 'params': {**flatten(params or {}), 'loadgen.concurrency': str(concurrency)}, 'settings': settings or {},
+    return {'kind': 'point', 'uri': study.uri, 'experiment_id': study.experiment_id,
+            'run_name': _run_name(None, None, concurrency, label or variant),
+            'tags': tags, 'params': {**flatten(params or {}), 'loadgen.concurrency': str(concurrency)},
+            'settings': settings or {},
             'error': error[-20_000:], 't': int(time.time()*1000)}
-
-# %% ../../nbs/03_tracking/01_runs.ipynb #a9e4da2f
-IDENTITY = ('study', 'variant', 'group', 'target', 'concurrency', 'provenance', 'simulated', 'variant_hash', 'point_key')
-
-def _row(run) -> dict:
-    "One DataFrame row for an MLflow child run."
-    t = run.data.tags
-    row = {'run_id': run.info.run_id, 'run_name': run.info.run_name, 'status': run.info.status,
-           **{k: t.get(f'workbench.{k}') for k in IDENTITY}}
-    row['concurrency'] = int(row['concurrency']) if row['concurrency'] else None
-    row['simulated'] = {'true': True, 'false': False}.get(row['simulated'])
-    row.update({f'params.{k}': v for k, v in run.data.params.items()})
-    row.update({f'metrics.{k}': v for k, v in run.data.metrics.items()})
-    row.update({f'tags.{k}': v for k, v in t.items()})
-    return row
-
-def _pending(studies:list, status:str|None, rows:list[dict]) -> list[dict]:
-    "Rows for the failed points a full disk kept out of the store (in each study's `Reserve`) that `rows` do not hold yet (run_id None)."
-    if status not in (None, 'FAILED'): return []
-    have, out = {(r['point_key'], r.get('tags.workbench.failure')) for r in rows if r['status'] == 'FAILED'}, []
-    for s in (s for s in studies if s and re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9._-]{0,62}', s)):
-        for rec in (r for r in Reserve(reserve_path(s)).records() if r.get('kind') == 'point'):
-            t = rec['tags']
-            if (t.get('workbench.point_key'), t.get('workbench.failure')) in have: continue
-            row = {'run_id': None, 'run_name': rec['run_name'], 'status': 'FAILED', **{k: t.get(f'workbench.{k}') for k in IDENTITY}}
-            row['concurrency'] = int(row['concurrency']) if row['concurrency'] else None
-            out.append({**row, **{f'tags.{k}': v for k, v in t.items()}})
-    return out
-
-def study_runs(model:str, study=None, *, tracking_uri:str|None=None, status:str|None='FINISHED') -> pd.DataFrame:
-    """Child runs of `study` (a id, a list of ids, or None for all) in `model`'s experiment, one row each; with `status` None or
-    'FAILED', also the failed points of those studies that a full disk kept out of the store so far (`Reserve`; `run_id` None)."""
-    eid = experiment_id(model, tracking_uri, create=False)
-    if eid is None: raise WorkbenchError(f'no MLflow experiment named {model!r} in {client(tracking_uri).tracking_uri}',
-                                         'list the study runs', 'run a study for this model first, or pass the right tracking_uri')
-    f = ["tags.`workbench.kind` = 'point'"] + ([f"attributes.status = '{status}'"] if status else [])
-    studies = [study] if isinstance(study, str) else list(study or [None])
-    c, runs = client(tracking_uri), []
-    for s in studies:
-        q = ' and '.join(f + ([f"tags.`workbench.study` = '{_quoted(s)}'"] if s else []))
-        runs += _retry(c.search_runs, [eid], q, max_results=50000)
-    rows = [_row(r) for r in runs]
-    df = pd.DataFrame(rows + _pending(studies, status, rows))
-    if df.empty: return pd.DataFrame(columns=['run_id', 'run_name', 'status', *IDENTITY])
-    return df.sort_values(['study', 'target', 'variant', 'concurrency'], kind='stable').reset_index(drop=True)
-
-# %% ../../nbs/03_tracking/01_runs.ipynb #8fb25782
-def compare(runs:pd.DataFrame, metrics=('output_token_throughput_per_gpu', 'sla.user_tok_s', 'time_to_first_token.p50'), *,
-            by:str='target', index=('variant', 'concurrency'), base:str|None=None) -> pd.DataFrame:
-    "Pivot `runs` (from `study_runs`): rows `index`, columns metric x `by`, plus ratios to the `base` value of `by`."
-    cols = [f'metrics.{m}' for m in metrics]
-    miss = [c for c in cols if c not in runs.columns]
-    if miss: raise WorkbenchError(f'metrics {miss} are not in the runs', 'compare runs', f'pick from {sorted(c for c in runs.columns if c.startswith("metrics."))}')
-    p = runs.pivot_table(index=list(index), columns=by, values=cols, aggfunc='last')
-    p.columns = pd.MultiIndex.from_tuples([(c.removeprefix('metrics.'), b) for c, b in p.columns], names=['metric', by])
-    keys = sorted(set(runs[by]))
-    base = base or (keys[0] if len(keys) == 2 else None)
-    if base is not None and base not in keys: raise WorkbenchError(f'{base!r} is not a value of {by} ({keys})', 'compare runs', f'pass one of {keys} as base')
-    for m in metrics:
-        for k in keys:
-            if base is not None and k != base: p[(m, f'ratio {k}/{base}')] = p[(m, k)]/p[(m, base)]
-    return p.sort_index(axis=1, level=0, sort_remaining=False)
 
 # %% ../../nbs/03_tracking/01_runs.ipynb #281c3244
 def _writer(uri:str, study:str, n:int):
@@ -518,73 +461,8 @@ def _writer(uri:str, study:str, n:int):
     from workbench.domain.results import Metric
     with study_run('motif-3', study, params={'writer': study}, tracking_uri=uri) as s:
         for i in range(n):
-            r = BenchResult(model='motif-3', variant=f'v{i}', variant_hash=f'h{i}', topology='agg', target='sim', engine='replay',
-                            concurrency=i+1, total_gpus=8, metrics={'output_token_throughput': Metric(avg=100.0*(i+1))})
+            r = BenchResult(model='motif-3', variant=f'v{i}', variant_hash=f'h{i}', topology='agg', target='sim',
+                            engine='replay',
+                            concurrency=i+1, total_gpus=8, metrics={OUTPUT_TPS: Metric(avg=100.0*(i+1))})
             log_point(s, r, SLA(), settings={'i': i}, group='cache')
     print(f'retries={RETRIES["locked"]}')
-
-# %% ../../nbs/03_tracking/01_runs.ipynb #ea5a8498
-def _wait_health(url:str, p:subprocess.Popen, timeout:float, log:Path):
-    "Wait until `url`/health answers, failing early when the server exits."
-    import urllib.request
-    deadline = time.monotonic()+timeout
-    while time.monotonic() < deadline:
-        if p.poll() is not None: raise WorkbenchError(f'mlflow server exited with {p.returncode}: {log.read_text()[-800:]}', 'start the MLflow UI', 'pick another port or check the store URI')
-        try:
-            with urllib.request.urlopen(f'{url}/health', timeout=2) as r:
-                if r.status == 200: return
-        except OSError: time.sleep(0.3)
-    raise WorkbenchError(f'{url}/health did not answer within {timeout:g} s', 'start the MLflow UI', f'see the server log {log}')
-
-# %% ../../nbs/03_tracking/01_runs.ipynb #fbdade1e
-@contextmanager
-def serve_ui(port:int|None=None, *, tracking_uri:str|None=None, timeout:float=120) -> Iterator[str]:
-    "Run `mlflow server` on 127.0.0.1:`port` over an existing store; yields its URL and stops it on exit. Port and store are checked first: a refusal creates nothing."
-    port = check_port(port) if port else free_port()
-    uri = client(check_store(tracking_uri, create=False)).tracking_uri
-    cmd = [str(Path(sys.executable).parent/'mlflow'), 'server', '--host', '127.0.0.1', '--port', str(port), '--workers', '1',
-           '--backend-store-uri', uri]
-    if (db := sqlite_path(uri)) is not None: cmd += ['--default-artifact-root', (db.parent/'mlartifacts').resolve().as_uri()]
-    env = {**os.environ, 'MLFLOW_SERVER_ENABLE_JOB_EXECUTION': 'false'}
-    log = runs_dir()/'cache'/f'mlflow-ui-{port}.log'; log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, 'w') as lf:
-        p = subprocess.Popen(cmd, env=env, stdout=lf, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f'http://127.0.0.1:{port}'
-    try:
-        _wait_health(url, p, timeout, log); yield url
-    finally: stop_group(p, grace_s=10)
-
-def _interrupt(signum, frame):
-    "Turn SIGTERM into KeyboardInterrupt so `finally` blocks stop what we started."
-    raise KeyboardInterrupt
-
-def ui(port:int=5000, *, tracking_uri:str|None=None):
-    "Serve the MLflow UI over the workbench store on 127.0.0.1:`port` until Ctrl-C or SIGTERM."
-    import threading
-    if threading.current_thread() is threading.main_thread(): signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        with serve_ui(port, tracking_uri=tracking_uri) as url:
-            print(f'MLflow UI: {home_url(url)}  (store {client(tracking_uri).tracking_uri}; Ctrl-C stops it)', flush=True)
-            while True: time.sleep(3600)
-    except KeyboardInterrupt: print('MLflow UI stopped', flush=True)
-
-# %% ../../nbs/03_tracking/01_runs.ipynb #12def87f
-def chromium() -> str:
-    "Path of the chromium binary; a WorkbenchError that says how to install it when missing."
-    for name in ('chromium', 'chromium-browser', 'google-chrome'):
-        if p := shutil.which(name): return p
-    raise WorkbenchError('no chromium on PATH', 'open the MLflow UI in a headless browser', 'run tools/install_chromium.sh (apt-get install -y chromium)')
-
-def browse(url:str, *, screenshot=None, budget_ms:int=15000, size:str='1400,900', timeout:float=90) -> str:
-    "Rendered DOM of `url` in headless chromium, or the screenshot path when `screenshot` is given."
-    with tempfile.TemporaryDirectory() as prof:
-        out = [f'--screenshot={Path(screenshot).resolve()}'] if screenshot else ['--dump-dom']
-        cmd = [chromium(), '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-dev-shm-usage',
-               '--disable-background-networking', '--disable-component-update', '--disable-sync', f'--window-size={size}',
-               f'--virtual-time-budget={budget_ms}', f'--user-data-dir={prof}', *out, url]
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try: dom, err = p.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired: raise WorkbenchError(f'chromium did not finish {url} in {timeout:g} s', 'open the MLflow UI', 'check that the server answers') from None
-        finally: stop_group(p, grace_s=3)
-    if screenshot: return str(screenshot)
-    return dom

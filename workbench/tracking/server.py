@@ -19,7 +19,8 @@ __all__ = ['ADMIN_USER', 'DB_USER', 'DATABASES', 'OP_START', 'OP_STOP', 'PG_CONF
 # %% ../../nbs/03_tracking/04_server.ipynb #b046c208
 ADMIN_USER = 'admin'                  # the auth app's first user, an admin
 DB_USER = 'workbench'                 # PostgreSQL role owning the databases
-DATABASES = ('mlflow', 'mlflow_auth', 'optuna')   # the tracking store; the auth app's users and permissions; searches (optuna's RDB storage)
+# the tracking store; the auth app's users and permissions; searches (optuna's RDB storage)
+DATABASES = ('mlflow', 'mlflow_auth', 'optuna')
 OP_START, OP_STOP = 'start the tracking server', 'stop the tracking server'
 PG_CONF = """
 # workbench server: loopback TCP only, no unix socket, passwords hashed with scram-sha-256
@@ -36,22 +37,29 @@ class Layout:
     "The files of one server folder (see the table above)."
     def __init__(self, path=None):
         self.root = r = server_dir(path)
-        self.pgdata, self.pglog, self.mlflow_log, self.artifacts = r/'pg', r/'postgres.log', r/'mlflow.log', r/'artifacts'
-        self.auth_ini, self.state, self.lock, self.secrets = r/'basic_auth.ini', r/'server.json', r/'server.lock', r/'secrets'
-        self.pgpass, self.admin_pw, self.flask_key = self.secrets/'pgpass', self.secrets/'admin_password', self.secrets/'flask_secret_key'
+        self.pgdata, self.pglog, self.mlflow_log, self.artifacts = (r/'pg', r/'postgres.log', r/'mlflow.log', r
+                                                                    /'artifacts')
+        self.auth_ini, self.state, self.lock, self.secrets = (r/'basic_auth.ini', r/'server.json', r/'server.lock', r
+                                                              /'secrets')
+        self.pgpass, self.admin_pw, self.flask_key = (self.secrets/'pgpass', self.secrets/'admin_password', self.secrets
+                                                      /'flask_secret_key')
 
 # %% ../../nbs/03_tracking/04_server.ipynb #681e89b6
-INSTALL_FIX = 'apt-get install -y postgresql (Debian; tools/install_postgresql.sh does it), or set $WORKBENCH_PG_BIN to the folder holding initdb and pg_ctl'
+INSTALL_FIX = ('apt-get install -y postgresql (Debian; tools/install_postgresql.sh does it), or set $WORKBENCH_PG_BIN '
+               'to the folder holding initdb and pg_ctl')
 
 def pg_bindir() -> Path:
-    "Folder with PostgreSQL's `initdb`, `pg_ctl` and `postgres`: `$WORKBENCH_PG_BIN`, else Debian's newest, else `PATH`."
+    """Folder with PostgreSQL's `initdb`, `pg_ctl` and `postgres`: `$WORKBENCH_PG_BIN`, else Debian's newest, else
+    `PATH`."""
     if env := os.environ.get('WORKBENCH_PG_BIN'): cands = [Path(env)]
     else:
-        cands = sorted(Path('/usr/lib/postgresql').glob('*/bin'), key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0, reverse=True)
+        cands = sorted(Path('/usr/lib/postgresql').glob('*/bin'),
+                       key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0, reverse=True)
         if w := shutil.which('pg_ctl'): cands.append(Path(w).resolve().parent)
     for c in cands:
         if all((c/n).exists() for n in ('initdb', 'pg_ctl', 'postgres')): return c
-    raise WorkbenchError(f'no PostgreSQL server programs (initdb, pg_ctl, postgres) in {[str(c) for c in cands] or "/usr/lib/postgresql/*/bin"}', OP_START, INSTALL_FIX)
+    raise WorkbenchError('no PostgreSQL server programs (initdb, pg_ctl, postgres) in '
+                         f'{[str(c) for c in cands] or "/usr/lib/postgresql/*/bin"}', OP_START, INSTALL_FIX)
 
 def pg_major(bindir:Path) -> str:
     "Major version of the PostgreSQL programs in `bindir` (e.g. '15')."
@@ -66,16 +74,20 @@ def pg_user() -> str|None:
     name = os.environ.get('WORKBENCH_PG_USER', 'postgres')
     try: uid = pwd.getpwnam(name).pw_uid
     except KeyError: uid = None
-    if not uid: raise WorkbenchError(f'PostgreSQL refuses to run as root, and {name!r} is {"root too" if uid == 0 else "no user here"}', OP_START,
-                                     'install Debian\'s postgresql (it creates the postgres user), or set $WORKBENCH_PG_USER to an unprivileged user')
+    if not uid: raise WorkbenchError(f'PostgreSQL refuses to run as root, and {name!r} is '
+                                     f'{"root too" if uid == 0 else "no user here"}', OP_START,
+                                     'install Debian\'s postgresql (it creates the postgres user), or set '
+                                     '$WORKBENCH_PG_USER to an unprivileged user')
     return name
 
 def _as_pg(cmd:list, user:str|None, *, timeout:float=120) -> subprocess.CompletedProcess:
     "Run a PostgreSQL program as `user` (None: as ourselves) with a clean environment and a timeout."
     ids = {} if user is None else {'user': user, 'group': pwd.getpwnam(user).pw_gid, 'extra_groups': []}
     env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'), 'LC_ALL': 'C'}
-    try: return subprocess.run([str(c) for c in cmd], cwd='/', env=env, capture_output=True, text=True, timeout=timeout, **ids)
-    except subprocess.TimeoutExpired: raise WorkbenchError(f'{Path(cmd[0]).name} did not finish within {timeout:g} s', OP_START, 'read postgres.log in the server folder') from None
+    try: return subprocess.run([str(c) for c in cmd], cwd='/', env=env, capture_output=True, text=True,
+                               timeout=timeout, **ids)
+    except subprocess.TimeoutExpired: raise WorkbenchError(f'{Path(cmd[0]).name} did not finish within {timeout:g} s',
+                                                           OP_START, 'read postgres.log in the server folder') from None
 
 def _own(path:Path, user:str|None):
     "Give `path` to `user` (and its group) when PostgreSQL runs as another account."
@@ -90,17 +102,21 @@ def _write_secret(path:Path, text:str):
     os.chmod(path, 0o600)
 
 def admin_password(path=None, file=None) -> tuple[str|None, str]:
-    "The admin password and where it comes from: `$MLFLOW_AUTH_ADMIN_PASSWORD`, `file`, the server's `secrets/admin_password` (None there: not made yet)."
+    """The admin password and where it comes from: `$MLFLOW_AUTH_ADMIN_PASSWORD`, `file`, the server's
+    `secrets/admin_password` (None there: not made yet)."""
     L = Layout(path)
-    if 'MLFLOW_AUTH_ADMIN_PASSWORD' in os.environ: pw, src = os.environ['MLFLOW_AUTH_ADMIN_PASSWORD'], '$MLFLOW_AUTH_ADMIN_PASSWORD'
+    if 'MLFLOW_AUTH_ADMIN_PASSWORD' in os.environ: pw, src = (os.environ['MLFLOW_AUTH_ADMIN_PASSWORD'],
+                                                              '$MLFLOW_AUTH_ADMIN_PASSWORD')
     else:
         p = Path(file) if file else L.admin_pw
         src = str(p.resolve())
         if not p.exists():
-            if file: raise WorkbenchError(f'admin password file {p} does not exist', OP_START, 'pass an existing file, or leave it out to generate one')
+            if file: raise WorkbenchError(f'admin password file {p} does not exist', OP_START,
+                                          'pass an existing file, or leave it out to generate one')
             return None, src
         pw = p.read_text().strip()
-    if len(pw) < 12: raise WorkbenchError(f'the admin password from {src} has {len(pw)} characters; MLflow wants at least 12', OP_START, 'use a longer password (it is never printed)')
+    if len(pw) < 12: raise WorkbenchError(f'the admin password from {src} has {len(pw)} characters; MLflow wants at '
+                                          'least 12', OP_START, 'use a longer password (it is never printed)')
     return pw, src
 
 # %% ../../nbs/03_tracking/04_server.ipynb #a73984e0
@@ -117,7 +133,8 @@ def _init_pg(L:Layout, bindir:Path, user:str|None):
     finally: pwfile.unlink(missing_ok=True)
     if r.returncode:
         shutil.rmtree(L.pgdata, ignore_errors=True)
-        raise WorkbenchError(f'initdb failed: {(r.stderr or r.stdout).strip()[-600:]}', OP_START, f'check that {L.root} is writable by {user or "you"}')
+        raise WorkbenchError(f'initdb failed: {(r.stderr or r.stdout).strip()[-600:]}', OP_START,
+                             f'check that {L.root} is writable by {user or "you"}')
     with open(L.pgdata/'postgresql.conf', 'a') as f: f.write(PG_CONF)
 
 def _cmdline(pid:int) -> list[str]:
@@ -128,7 +145,8 @@ def _cmdline(pid:int) -> list[str]:
     except (OSError, IndexError): return []
 
 def pg_running(path=None) -> tuple[int, int]|None:
-    "(pid, port) of the postmaster serving the server folder's cluster; None when none does (a stale `postmaster.pid` is ignored)."
+    """(pid, port) of the postmaster serving the server folder's cluster; None when none does (a stale `postmaster.pid`
+    is ignored)."""
     L = Layout(path)
     try: lines = (L.pgdata/'postmaster.pid').read_text().splitlines(); pid, port = int(lines[0]), int(lines[3])
     except (OSError, ValueError, IndexError): return None
@@ -143,18 +161,22 @@ def _start_pg(L:Layout, bindir:Path, user:str|None) -> int:
     _own(L.pglog, user)
     for attempt in range(3):
         port, seen = free_port(), L.pglog.stat().st_size
-        r = _as_pg([bindir/'pg_ctl', '-D', L.pgdata, '-l', L.pglog, '-w', '-t', '60', '-o', f'-p {port}', 'start'], user, timeout=90)
+        r = _as_pg([bindir/'pg_ctl', '-D', L.pgdata, '-l', L.pglog, '-w', '-t', '60', '-o', f'-p {port}', 'start'],
+                   user, timeout=90)
         if r.returncode == 0 and pg_running(L.root) is not None: break
         if 'already in use' not in L.pglog.read_bytes()[seen:].decode(errors='replace') or attempt == 2:
-            raise WorkbenchError(f'PostgreSQL did not start: {tail_text(L.pglog, 6) or r.stderr.strip()}', OP_START, f'read {L.pglog}')
+            raise WorkbenchError(f'PostgreSQL did not start: {tail_text(L.pglog, 6) or r.stderr.strip()}', OP_START,
+                                 f'read {L.pglog}')
     _create_databases(L, port)
     return port
 
 def _create_databases(L:Layout, port:int):
     "Create the tracking and auth databases when missing."
     import psycopg
-    try: con = psycopg.connect(host='127.0.0.1', port=port, user=DB_USER, dbname='postgres', passfile=str(L.pgpass), connect_timeout=10, autocommit=True)
-    except psycopg.Error as e: raise WorkbenchError(f'cannot connect to PostgreSQL on 127.0.0.1:{port}: {str(e).strip()}', OP_START, f'read {L.pglog}') from None
+    try: con = psycopg.connect(host='127.0.0.1', port=port, user=DB_USER, dbname='postgres', passfile=str(L.pgpass),
+                               connect_timeout=10, autocommit=True)
+    except psycopg.Error as e: raise WorkbenchError(f'cannot connect to PostgreSQL on 127.0.0.1:{port}: '
+                                                    f'{str(e).strip()}', OP_START, f'read {L.pglog}') from None
     try:
         with con.cursor() as cur:
             for db in DATABASES:
@@ -163,7 +185,8 @@ def _create_databases(L:Layout, port:int):
     finally: con.close()
 
 def _wait_gone(pid:int, pgdata:Path, timeout_s:float=30) -> bool:
-    "Wait until the postmaster `pid` of `pgdata` has exited (pg_ctl -w returns when its pid file goes, a moment before the process does)."
+    """Wait until the postmaster `pid` of `pgdata` has exited (pg_ctl -w returns when its pid file goes, a moment before
+    the process does)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         cmd = _cmdline(pid)
@@ -178,7 +201,8 @@ def _stop_pg(L:Layout, bindir:Path, user:str|None):
         _as_pg([bindir/'pg_ctl', '-D', L.pgdata, '-m', mode, '-w', '-t', '60', 'stop'], user, timeout=90)
         if _wait_gone(pg[0], L.pgdata): return
     if (pg := pg_running(L.root)) is not None:
-        raise WorkbenchError(f'PostgreSQL (pid {pg[0]}) is still running after an immediate shutdown', OP_STOP, f'read {L.pglog}; kill {pg[0]} by hand')
+        raise WorkbenchError(f'PostgreSQL (pid {pg[0]}) is still running after an immediate shutdown', OP_STOP,
+                             f'read {L.pglog}; kill {pg[0]} by hand')
 
 # %% ../../nbs/03_tracking/04_server.ipynb #aef300e3
 PERMISSIONS = ('READ', 'EDIT', 'MANAGE', 'NO_PERMISSIONS')   # MLflow's permission names a server default may take
@@ -186,8 +210,10 @@ PERMISSIONS = ('READ', 'EDIT', 'MANAGE', 'NO_PERMISSIONS')   # MLflow's permissi
 def _auth_ini(L:Layout, pg_port:int, default_permission:str='EDIT'):
     "Write MLflow's auth configuration (users in PostgreSQL; no password in the file)."
     c = configparser.ConfigParser()
-    c['mlflow'] = {'default_permission': default_permission, 'database_uri': f'postgresql://{DB_USER}@127.0.0.1:{pg_port}/mlflow_auth',
-                   'admin_username': ADMIN_USER, 'authorization_function': 'mlflow.server.auth:authenticate_request_basic_auth',
+    c['mlflow'] = {'default_permission': default_permission,
+                   'database_uri': f'postgresql://{DB_USER}@127.0.0.1:{pg_port}/mlflow_auth',
+                   'admin_username': ADMIN_USER,
+                   'authorization_function': 'mlflow.server.auth:authenticate_request_basic_auth',
                    'auth_cache_ttl_seconds': '60'}
     with open(L.auth_ini, 'w') as f: c.write(f)
 
@@ -195,24 +221,33 @@ def _mlflow_env(L:Layout, pg_port:int, admin_pw:str) -> dict:
     "Environment of the MLflow server: store URI, libpq password file, auth configuration and secrets."
     if not L.flask_key.exists(): _write_secret(L.flask_key, secrets.token_hex(32))
     env = {k: v for k, v in os.environ.items() if not k.startswith(('MLFLOW_TRACKING_', 'PG'))}
-    return {**env, 'MLFLOW_BACKEND_STORE_URI': f'postgresql://{DB_USER}@127.0.0.1:{pg_port}/mlflow', 'PGPASSFILE': str(L.pgpass),
-            'PGCONNECT_TIMEOUT': '10', 'MLFLOW_AUTH_CONFIG_PATH': str(L.auth_ini), 'MLFLOW_AUTH_ADMIN_PASSWORD': admin_pw,
-            'MLFLOW_FLASK_SERVER_SECRET_KEY': os.environ.get('MLFLOW_FLASK_SERVER_SECRET_KEY') or L.flask_key.read_text().strip(),
+    return {**env, 'MLFLOW_BACKEND_STORE_URI': f'postgresql://{DB_USER}@127.0.0.1:{pg_port}/mlflow',
+            'PGPASSFILE': str(L.pgpass),
+            'PGCONNECT_TIMEOUT': '10', 'MLFLOW_AUTH_CONFIG_PATH': str(L.auth_ini),
+            'MLFLOW_AUTH_ADMIN_PASSWORD': admin_pw,
+            'MLFLOW_FLASK_SERVER_SECRET_KEY': os.environ.get('MLFLOW_FLASK_SERVER_SECRET_KEY')
+            or L.flask_key.read_text().strip(),
             'MLFLOW_SERVER_ENABLE_JOB_EXECUTION': 'false', 'MLFLOW_DISABLE_TELEMETRY': 'true', 'DO_NOT_TRACK': 'true'}
 
 _CHILDREN: dict[int, subprocess.Popen] = {}   # servers this process started (reaped on stop)
 
-def _start_mlflow(L:Layout, port:int, pg_port:int, *, admin_pw:str, src:str, workers:int=1, default_permission:str='EDIT') -> subprocess.Popen:
-    "Launch `mlflow server` (basic auth, PostgreSQL store, served artifacts) on 127.0.0.1:`port` in its own session; record it in `server.json`."
+def _start_mlflow(L:Layout, port:int, pg_port:int, *, admin_pw:str, src:str, workers:int=1,
+                  default_permission:str='EDIT') -> subprocess.Popen:
+    """Launch `mlflow server` (basic auth, PostgreSQL store, served artifacts) on 127.0.0.1:`port` in its own session;
+    record it in `server.json`."""
     L.artifacts.mkdir(mode=0o700, exist_ok=True); _auth_ini(L, pg_port, default_permission)
-    cmd = [str(Path(sys.executable).parent/'mlflow'), 'server', '--host', '127.0.0.1', '--port', str(port), '--workers', str(workers),
+    cmd = [str(Path(sys.executable).parent/'mlflow'), 'server', '--host', '127.0.0.1', '--port', str(port),
+           '--workers', str(workers),
            '--app-name', 'basic-auth', '--serve-artifacts', '--artifacts-destination', L.artifacts.as_uri()]
     with os.fdopen(os.open(L.mlflow_log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 'w') as log:
-        p = subprocess.Popen(cmd, env=_mlflow_env(L, pg_port, admin_pw), cwd=L.root, stdin=subprocess.DEVNULL, stdout=log,
+        p = subprocess.Popen(cmd, env=_mlflow_env(L, pg_port, admin_pw), cwd=L.root, stdin=subprocess.DEVNULL,
+                             stdout=log,
                              stderr=subprocess.STDOUT, start_new_session=True)
     _CHILDREN[p.pid] = p
-    _write_state(L, {'url': f'http://127.0.0.1:{port}', 'port': port, 'mlflow_pid': p.pid, 'mlflow_pid_start': _pid_start(p.pid),
-                     'postgres_port': pg_port, 'admin_user': ADMIN_USER, 'admin_password': src, 'started': time.strftime('%Y-%m-%dT%H:%M:%S%z')})
+    _write_state(L, {'url': f'http://127.0.0.1:{port}', 'port': port, 'mlflow_pid': p.pid,
+                     'mlflow_pid_start': _pid_start(p.pid),
+                     'postgres_port': pg_port, 'admin_user': ADMIN_USER, 'admin_password': src,
+                     'started': time.strftime('%Y-%m-%dT%H:%M:%S%z')})
     return p
 
 def _healthy(url:str, timeout:float=2) -> bool:
@@ -230,8 +265,10 @@ def _wait_health(url:str, p:subprocess.Popen, log:Path, timeout:float):
     while time.monotonic() < deadline:
         if p.poll() is not None:
             if 'address already in use' in tail_text(log, 5):
-                raise PortTaken(f'{url} was taken by another program while the server started', OP_START, 'pass another --port, or --port 0 for any free one')
-            raise WorkbenchError(f'mlflow server exited with {p.returncode}: {tail_text(log, 1)}', OP_START, f'read {log}')
+                raise PortTaken(f'{url} was taken by another program while the server started', OP_START,
+                                'pass another --port, or --port 0 for any free one')
+            raise WorkbenchError(f'mlflow server exited with {p.returncode}: {tail_text(log, 1)}', OP_START,
+                                 f'read {log}')
         if _healthy(url): return
         time.sleep(0.3)
     raise WorkbenchError(f'{url}/health did not answer within {timeout:g} s', OP_START, f'read {log}')
@@ -255,7 +292,8 @@ def _read_state(L:Layout) -> dict:
 
 def _write_state(L:Layout, state:dict):
     "Replace `server.json` in one step."
-    tmp = L.state.with_name(f'.server.json.{os.getpid()}'); tmp.write_text(json.dumps(state, indent=1)); tmp.replace(L.state)
+    tmp = L.state.with_name(f'.server.json.{os.getpid()}'); tmp.write_text(json.dumps(state, indent=1))
+    tmp.replace(L.state)
 
 @contextmanager
 def _lock(L:Layout, op:str, timeout:float=300) -> Iterator[None]:
@@ -265,7 +303,9 @@ def _lock(L:Layout, op:str, timeout:float=300) -> Iterator[None]:
         while True:
             try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB); break
             except BlockingIOError:
-                if time.monotonic() > deadline: raise WorkbenchError(f'another workbench server command holds {L.lock} for over {timeout:g} s', op, 'wait for it to finish') from None
+                if time.monotonic() > deadline: raise WorkbenchError(f'another workbench server command holds {L.lock} '
+                                                                     f'for over {timeout:g} s', op,
+                                                                     'wait for it to finish') from None
                 time.sleep(0.2)
         try: yield
         finally: fcntl.flock(f, fcntl.LOCK_UN)
@@ -301,46 +341,65 @@ def _refuse_running(L:Layout) -> dict:
     "The folder's status; a WorkbenchError naming the server when one is already running there."
     st = status(L.root)
     if st['state'] == 'running':
-        raise WorkbenchError(f'a server is already running over {L.root} at {st["url"]} (mlflow pid {st["mlflow_pid"]}, PostgreSQL pid {st["postgres_pid"]})',
-                             OP_START, f'use it (MLFLOW_TRACKING_URI={st["url"]}), or stop it first: workbench server stop --dir {L.root}')
+        raise WorkbenchError(f'a server is already running over {L.root} at {st["url"]} (mlflow pid '
+                             f'{st["mlflow_pid"]}, PostgreSQL pid {st["postgres_pid"]})',
+                             OP_START, f'use it (MLFLOW_TRACKING_URI={st["url"]}), or stop it first: workbench server '
+                                       f'stop --dir {L.root}')
     return st
 
 def _check_port(port:int):
     "Refuse a port something already listens on."
     with socket.socket() as s:
         if s.connect_ex(('127.0.0.1', port)) == 0:
-            raise WorkbenchError(f'port {port} on 127.0.0.1 is already in use', OP_START, f'pass another port (e.g. --port {free_port()}) or stop what listens there')
+            raise WorkbenchError(f'port {port} on 127.0.0.1 is already in use', OP_START,
+                                 f'pass another port (e.g. --port {free_port()}) or stop what listens there')
 
 def _check_reachable(L:Layout, user:str|None):
-    "PostgreSQL's account must be able to enter the server folder (an unreachable parent is refused here, before initdb)."
+    """PostgreSQL's account must be able to enter the server folder (an unreachable parent is refused here, before
+    initdb)."""
     if user is None: return
-    r = subprocess.run(['test', '-x', str(L.root)], user=user, group=pwd.getpwnam(user).pw_gid, extra_groups=[], cwd='/', timeout=10)
-    if r.returncode: raise WorkbenchError(f'PostgreSQL runs as {user!r} (it refuses root), and {user!r} cannot enter {L.root}', OP_START,
-                                          f'pass --dir under a folder {user!r} can reach (e.g. /srv/workbench-server), or chmod o+x the folders above it')
+    r = subprocess.run(['test', '-x', str(L.root)], user=user, group=pwd.getpwnam(user).pw_gid, extra_groups=[],
+                       cwd='/', timeout=10)
+    if r.returncode: raise WorkbenchError(f'PostgreSQL runs as {user!r} (it refuses root), and {user!r} cannot enter '
+                                          f'{L.root}', OP_START,
+                                          f'pass --dir under a folder {user!r} can reach (e.g. /srv/workbench-server), '
+                                          'or chmod o+x the folders above it')
 
 # %% ../../nbs/03_tracking/04_server.ipynb #520a0451
-def start(path=None, *, port:int=5000, admin_password_file=None, workers:int=1, timeout:float=180, default_permission:str='EDIT') -> dict:
-    "Start PostgreSQL and the MLflow tracking server over folder `path` (default runs/server) on `port` (0: any free one); returns `status`."
-    if default_permission not in PERMISSIONS: raise WorkbenchError(f'default permission {short(default_permission, 30)}', OP_START, f'use one of {list(PERMISSIONS)}')
+def start(path=None, *, port:int=5000, admin_password_file=None, workers:int=1, timeout:float=180,
+          default_permission:str='EDIT') -> dict:
+    """Start PostgreSQL and the MLflow tracking server over folder `path` (default runs/server) on `port` (0: any free
+    one); returns `status`."""
+    if default_permission not in PERMISSIONS: raise (WorkbenchError('default permission '
+                                                                    f'{short(default_permission, 30)}', OP_START,
+                                                                    f'use one of {list(PERMISSIONS)}'))
     L = Layout(path); st = _refuse_running(L)
     bindir, user = pg_bindir(), pg_user()
     pw, src = admin_password(L.root, admin_password_file)
     if port and (st['mlflow_pid'] is None or st['port'] != port): _check_port(port)
-    if (L.pgdata/'PG_VERSION').exists() and (v := (L.pgdata/'PG_VERSION').read_text().strip()) != (b := pg_major(bindir)):
-        raise WorkbenchError(f'the cluster in {L.pgdata} is PostgreSQL {v}, the programs in {bindir} are {b}', OP_START, f'set $WORKBENCH_PG_BIN to PostgreSQL {v}\'s bin folder, or pg_upgrade the cluster')
+    if (L.pgdata/'PG_VERSION').exists() and (v := (L.pgdata
+                                                   /'PG_VERSION').read_text().strip()) != (b := pg_major(bindir)):
+        raise WorkbenchError(f'the cluster in {L.pgdata} is PostgreSQL {v}, the programs in {bindir} are {b}',
+                             OP_START, f'set $WORKBENCH_PG_BIN to PostgreSQL {v}\'s bin folder, or pg_upgrade the '
+                                       'cluster')
     fresh = not L.root.exists()
-    L.root.parent.mkdir(parents=True, exist_ok=True); L.root.mkdir(mode=0o711, exist_ok=True)   # others (PostgreSQL's account) may only pass through
+    # others (PostgreSQL's account) may only pass through
+    L.root.parent.mkdir(parents=True, exist_ok=True); L.root.mkdir(mode=0o711, exist_ok=True)
     try: _check_reachable(L, user)
     except WorkbenchError:
         if fresh: shutil.rmtree(L.root, ignore_errors=True)
         raise
     with _lock(L, OP_START):
-        _refuse_running(L)                                   # another start may have finished while we waited for the lock
+        # another start may have finished while we waited for the lock
+        _refuse_running(L)
         if pw is None: pw = secrets.token_urlsafe(24); _write_secret(L.admin_pw, pw + '\n')
-        return _start_locked(L, bindir, user, port, pw=pw, src=src, workers=workers, timeout=timeout, perm=default_permission)
+        return _start_locked(L, bindir, user, port, pw=pw, src=src, workers=workers, timeout=timeout,
+                             perm=default_permission)
 
-def _start_locked(L:Layout, bindir:Path, user:str|None, port:int, *, pw:str, src:str, workers:int, timeout:float, perm:str='EDIT') -> dict:
-    "The body of `start` once the folder lock is held: stale pieces replaced, PostgreSQL then MLflow started, state written."
+def _start_locked(L:Layout, bindir:Path, user:str|None, port:int, *, pw:str, src:str, workers:int, timeout:float,
+                  perm:str='EDIT') -> dict:
+    """The body of `start` once the folder lock is held: stale pieces replaced, PostgreSQL then MLflow started, state
+    written."""
     s = _read_state(L)
     _kill_group(s.get('mlflow_pid'), s.get('mlflow_pid_start'))        # a lone MLflow server left by a kill
     _init_pg(L, bindir, user)
@@ -349,12 +408,14 @@ def _start_locked(L:Layout, bindir:Path, user:str|None, port:int, *, pw:str, src
     if pg: _create_databases(L, pg_port)
     try:
         for attempt in range(3):   # port 0: a free port, and another one when a program takes it before MLflow binds it
-            p = _start_mlflow(L, port or free_port(), pg_port, admin_pw=pw, src=src, workers=workers, default_permission=perm)
+            p = _start_mlflow(L, port or free_port(), pg_port, admin_pw=pw, src=src, workers=workers,
+                              default_permission=perm)
             try: _wait_health(_read_state(L)['url'], p, L.mlflow_log, timeout); return status(L.root)
             except PortTaken:
                 if port or attempt == 2: raise
     except BaseException:
-        s = _read_state(L); _kill_group(s.get('mlflow_pid'), s.get('mlflow_pid_start')); _stop_pg(L, bindir, user); raise
+        s = _read_state(L); _kill_group(s.get('mlflow_pid'),
+                                        s.get('mlflow_pid_start')); _stop_pg(L, bindir, user); raise
 
 # %% ../../nbs/03_tracking/04_server.ipynb #3259779a
 def stop(path=None, *, grace_s:float=10) -> list[str]:
@@ -364,10 +425,12 @@ def stop(path=None, *, grace_s:float=10) -> list[str]:
     with _lock(L, OP_STOP):
         s, out = _read_state(L), []
         if _alive(s.get('mlflow_pid'), s.get('mlflow_pid_start')):
-            _kill_group(s['mlflow_pid'], s['mlflow_pid_start'], grace_s); out.append(f'mlflow server (pid {s["mlflow_pid"]})')
+            _kill_group(s['mlflow_pid'], s['mlflow_pid_start'],
+                        grace_s); out.append(f'mlflow server (pid {s["mlflow_pid"]})')
         if (pg := pg_running(L.root)) is not None:
             _stop_pg(L, pg_bindir(), pg_user()); out.append(f'PostgreSQL (pid {pg[0]})')
-        if s: _write_state(L, {k: v for k, v in s.items() if k not in ('mlflow_pid', 'mlflow_pid_start', 'postgres_port')})
+        if s: _write_state(L, {k: v for k, v in s.items() if k not in ('mlflow_pid', 'mlflow_pid_start',
+                                                                       'postgres_port')})
     return out
 
 @contextmanager
@@ -380,32 +443,42 @@ def serving(path=None, **kwargs) -> Iterator[dict]:
 def client_env(path=None) -> dict[str, str]:
     "MLFLOW_TRACKING_URI/USERNAME/PASSWORD for the admin of the server over folder `path`."
     L = Layout(path); s = _read_state(L)
-    if not s.get('url'): raise WorkbenchError(f'no server was started over {L.root}', 'connect to the tracking server', f'workbench server start --dir {L.root}')
+    if not s.get('url'): raise WorkbenchError(f'no server was started over {L.root}', 'connect to the tracking server',
+                                              f'workbench server start --dir {L.root}')
     src = s.get('admin_password', str(L.admin_pw))
     pw = os.environ.get('MLFLOW_AUTH_ADMIN_PASSWORD', '') if src.startswith('$') else Path(src).read_text().strip()
-    return {'MLFLOW_TRACKING_URI': s['url'], 'MLFLOW_TRACKING_USERNAME': s.get('admin_user', ADMIN_USER), 'MLFLOW_TRACKING_PASSWORD': pw}
+    return {'MLFLOW_TRACKING_URI': s['url'], 'MLFLOW_TRACKING_USERNAME': s.get('admin_user', ADMIN_USER),
+            'MLFLOW_TRACKING_PASSWORD': pw}
 
 def search_storage(path=None) -> tuple[str, str]:
-    """(SQLAlchemy URL, libpq password file) of the `optuna` database of the running server over `path`: what `workbench search
+    """(SQLAlchemy URL, libpq password file) of the `optuna` database of the running server over `path`: what
+    `workbench search
     --storage server` and its workers share. The password stays in the file (`passfile`), never in the URL."""
     L = Layout(path); pg = pg_running(L.root)
-    if pg is None: raise WorkbenchError(f'no PostgreSQL runs over {L.root}', 'open the search storage', f'workbench server start --dir {L.root}')
+    if pg is None: raise WorkbenchError(f'no PostgreSQL runs over {L.root}', 'open the search storage',
+                                        f'workbench server start --dir {L.root}')
     return f'postgresql+psycopg://{DB_USER}@127.0.0.1:{pg[1]}/optuna', str(L.pgpass)
 
 def describe(st:dict) -> str:
     "Human-readable status, with the commands that point a study at a running server."
     d = st['dir']
-    if st['state'] == 'stopped': return f'stopped: no tracking server runs over {d}' + (f' (last at {st["url"]})' if st.get('url') else '')
+    if st['state'] == 'stopped': return f'stopped: no tracking server runs over {d}' + (f' (last at {st["url"]})'
+            if st.get('url') else '')
     if st['state'] == 'partial':
-        return (f'partial: over {d}, mlflow server pid {st["mlflow_pid"]}, PostgreSQL pid {st["postgres_pid"]} (one of them is down or not answering); '
-                f'`workbench server start --dir {d}` completes it, `workbench server stop --dir {d}` stops what is left')
+        return (f'partial: over {d}, mlflow server pid {st["mlflow_pid"]}, PostgreSQL pid {st["postgres_pid"]} (one of '
+                'them is down or not answering); '
+                f'`workbench server start --dir {d}` completes it, '
+                f'`workbench server stop --dir {d}` stops what is left')
     pw = st.get('admin_password') or ''
     how = f'"$(cat {pw})"' if pw.startswith('/') else f'"{pw}"' if pw else '<password>'
-    return '\n'.join([f'running: MLflow tracking server {st["url"]} (mlflow pid {st["mlflow_pid"]}; PostgreSQL pid {st["postgres_pid"]} '
+    return '\n'.join([f'running: MLflow tracking server {st["url"]} (mlflow pid {st["mlflow_pid"]}; PostgreSQL pid '
+                      f'{st["postgres_pid"]} '
                       f'on 127.0.0.1:{st["postgres_port"]}; data in {d})', 'point studies at it:',
-                      f'  export MLFLOW_TRACKING_URI={st["url"]} MLFLOW_TRACKING_USERNAME={ADMIN_USER} MLFLOW_TRACKING_PASSWORD={how}',
+                      f'  export MLFLOW_TRACKING_URI={st["url"]} MLFLOW_TRACKING_USERNAME={ADMIN_USER} '
+                      f'MLFLOW_TRACKING_PASSWORD={how}',
                       f'  workbench run motif-3 -p tracking_uri={st["url"]}',
-                      f'searches on this machine share its PostgreSQL: workbench search motif-3 --storage server --workers 2',
+                      'searches on this machine share its PostgreSQL: '
+                      'workbench search motif-3 --storage server --workers 2',
                       f'stop it: workbench server stop --dir {d}'])
 
 def command(action:str, path=None, **kwargs) -> str:
@@ -413,6 +486,7 @@ def command(action:str, path=None, **kwargs) -> str:
     if action == 'start': return describe(start(path, **kwargs))
     if action == 'stop':
         done = stop(path)
-        return f'stopped {" and ".join(done)} over {server_dir(path)}' if done else f'nothing was running over {server_dir(path)}'
+        return (f'stopped {" and ".join(done)} over {server_dir(path)}' if done
+                else f'nothing was running over {server_dir(path)}')
     if action == 'status': return describe(status(path))
     raise WorkbenchError(f'unknown action {action!r}', 'run workbench server', 'use start, stop or status')

@@ -8,13 +8,14 @@ import errno, json, os, random, shutil, socket, sqlite3, subprocess, sys, time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
-from ..base.core import WorkbenchError, DiskFull, runs_dir, runs_root, content_hash, free_port, fs_error, is_disk_full
+from ..base.core import (WorkbenchError, DiskFull, runs_dir, runs_root, content_hash, free_port, fs_error,
+                                 is_disk_full)
 from ..base.inputs import short, check_writable_dir
 
 # %% auto #0
 __all__ = ['RETRIES', 'STORE_SCHEMES', 'RESERVE_FILE', 'RESERVE_BYTES', 'FULL_DISK_LOG_BYTES', 'tracking_uri', 'sqlite_path',
-           'template_db', 'empty_store', 'fresh_store', 'check_server', 'check_store', 'client', 'experiment_id',
-           'reserve_path', 'Reserve', 'record_failed', 'settled_note', 'check_port']
+           'template_db', 'empty_store', 'fresh_store', 'retry', 'check_server', 'check_store', 'client',
+           'artifact_root', 'experiment_id', 'reserve_path', 'Reserve', 'record_failed', 'settled_note', 'check_port']
 
 # %% ../../nbs/03_tracking/02_store.ipynb #940c33d6
 def tracking_uri(uri:str|None=None) -> str:
@@ -37,7 +38,10 @@ def _file_lock(path:Path, timeout:float=120) -> Iterator[None]:
         while True:
             try: fcntl.flock(f, fcntl.LOCK_EX|fcntl.LOCK_NB); break
             except BlockingIOError:
-                if time.monotonic() > deadline: raise WorkbenchError(f'{path} is held by another process', 'lock the MLflow template', 'wait for the other process or delete the lock file') from None
+                if time.monotonic() > deadline: raise WorkbenchError(f'{path} is held by another process',
+                                                                     'lock the MLflow template', 'wait for the other '
+                                                                                                 'process or delete '
+                        'the lock file') from None
                 time.sleep(0.1)
         try: yield
         finally: fcntl.flock(f, fcntl.LOCK_UN)
@@ -46,7 +50,9 @@ def _migrate(db:Path):
     "Create a fully migrated MLflow database at `db` (in a child process, so no engine stays cached)."
     code = 'import sys; from mlflow import MlflowClient; MlflowClient(tracking_uri=sys.argv[1]).search_experiments()'
     r = subprocess.run([sys.executable, '-c', code, f'sqlite:///{db}'], capture_output=True, text=True)
-    if r.returncode: raise WorkbenchError(f'MLflow could not create {db}: {r.stderr[-500:]}', 'create the MLflow store', 'check that mlflow==3.17.2 is installed and the folder is writable')
+    if r.returncode: raise WorkbenchError(f'MLflow could not create {db}: {r.stderr[-500:]}',
+                                          'create the MLflow store',
+                                          'check that mlflow==3.17.2 is installed and the folder is writable')
 
 def template_db() -> Path:
     "A migrated, empty MLflow sqlite database under `runs/cache/` (created once)."
@@ -59,13 +65,16 @@ def template_db() -> Path:
     return t
 
 def empty_store(db:Path, op:str) -> WorkbenchError:
-    """The one line every command gives for a 0-byte store file: an empty (truncated, or touched) file is not an MLflow store, and
+    """The one line every command gives for a 0-byte store file: an empty (truncated, or touched) file is not an MLflow
+    store, and
     nothing replaces it on its own (it may be what is left of one); the fix deletes it, then a new store is created."""
     return WorkbenchError(f'{db} is an empty file (0 bytes), not an MLflow store', op,
-                          f'delete it (rm {db}) and a new store is created on the next run, or point tracking_uri at a good store')
+                          f'delete it (rm {db}) and a new store is created on the next run, or point tracking_uri at a '
+                          'good store')
 
 def fresh_store(db) -> str:
-    "Copy the template to `db` (when absent) and return its `sqlite:///` URI; an empty (0-byte) file there is refused (`empty_store`)."
+    """Copy the template to `db` (when absent) and return its `sqlite:///` URI; an empty (0-byte) file there is refused
+    (`empty_store`)."""
     db = Path(db).resolve()
     if db.is_file() and db.stat().st_size == 0: raise empty_store(db, 'open the MLflow store')
     if not db.exists():
@@ -73,7 +82,8 @@ def fresh_store(db) -> str:
         try:
             db.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(template_db(), tmp)
-            try: os.link(tmp, db)      # atomic create-if-absent: a store another process already opened is never replaced
+            # atomic create-if-absent: a store another process already opened is never replaced
+            try: os.link(tmp, db)
             except FileExistsError: pass
         except OSError as e: raise fs_error(e, 'create the MLflow store', db) from None
         finally: tmp.unlink(missing_ok=True)
@@ -81,22 +91,28 @@ def fresh_store(db) -> str:
 
 # %% ../../nbs/03_tracking/02_store.ipynb #4db2c9f8
 _LOCKED = ('database is locked', 'database table is locked', 'unable to open database file',
-           'dataset_pk', 'UNIQUE constraint failed: datasets.')   # the same dataset inserted by two runs at once: the retry finds it
+           # the same dataset inserted by two runs at once: the retry finds it
+           'dataset_pk', 'UNIQUE constraint failed: datasets.')
 RETRIES = {'locked': 0}  # how many times this process retried a locked store
 
 _CORRUPT = ('file is not a database', 'database disk image is malformed', 'no such table')
 
 def _store_error(e:Exception) -> WorkbenchError|None:
     "A one-line WorkbenchError for a store that is full or corrupt (None for any other error)."
-    if is_disk_full(e): return DiskFull(f'the MLflow store cannot grow: no space left ({short(str(e).splitlines()[0], 100)})', 'write to the MLflow store',
-                                        'free space on its disk, then run the same command again: finished points are kept')
+    if is_disk_full(e): return DiskFull('the MLflow store cannot grow: no space left '
+                                        f'({short(str(e).splitlines()[0], 100)})', 'write to the MLflow store',
+                                        'free space on its disk, then run the same command again: finished points are '
+                                        'kept')
     if any(s in str(e) for s in _CORRUPT):
-        return WorkbenchError(f'the MLflow store is corrupt ({short(str(e).splitlines()[0], 100)})', 'read the MLflow store',
-                              'move the database file away (a new store is created), or point tracking_uri at a good store')
+        return WorkbenchError(f'the MLflow store is corrupt ({short(str(e).splitlines()[0], 100)})',
+                              'read the MLflow store',
+                              'move the database file away (a new store is created), or point tracking_uri at a good '
+                              'store')
     return None
 
-def _retry(fn, *args, timeout:float=120, **kwargs):
-    "Call `fn`, retrying with jittered back-off while the store is locked (or lost a dataset race); a full or corrupt store is one WorkbenchError."
+def retry(fn, *args, timeout:float=120, **kwargs):
+    """Call `fn`, retrying with jittered back-off while the store is locked (or lost a dataset race); a full or corrupt
+    store is one WorkbenchError."""
     deadline, delay = time.monotonic()+timeout, 0.05
     while True:
         try: return fn(*args, **kwargs)
@@ -110,7 +126,8 @@ def _retry(fn, *args, timeout:float=120, **kwargs):
 _SERVER_OK: set = set()   # (uri, user, password hash, token hash) a server accepted in this process
 
 def check_server(uri:str, timeout:float=10) -> None:
-    "For an http(s) tracking URI: one authenticated request; a WorkbenchError when the server is unreachable or refuses the credentials."
+    """For an http(s) tracking URI: one authenticated request; a WorkbenchError when the server is unreachable or
+    refuses the credentials."""
     if not uri.startswith(('http://', 'https://')): return
     from mlflow.utils.credentials import get_default_host_creds
     from mlflow.utils.rest_utils import http_request
@@ -118,35 +135,48 @@ def check_server(uri:str, timeout:float=10) -> None:
     key = (uri, creds.username, content_hash(creds.password or ''), content_hash(creds.token or ''))
     if key in _SERVER_OK: return
     op = f'connect to the MLflow tracking server {uri}'
-    try: r = http_request(creds, '/api/2.0/mlflow/experiments/search', 'GET', params={'max_results': 1}, max_retries=0, timeout=timeout)
+    try: r = http_request(creds, '/api/2.0/mlflow/experiments/search', 'GET', params={'max_results': 1}, max_retries=0,
+                          timeout=timeout)
     except Exception as e:
         why = ('nothing listens there (connection refused)' if 'refused' in str(e).lower() else
                'the host name does not resolve' if 'resolve' in str(e).lower() or 'Name or service' in str(e) else
                f'no answer within {timeout:g} s ({short(str(e).splitlines()[0], 160)})')
-        raise WorkbenchError(why, op, 'start it (workbench server start) or correct tracking_uri / $MLFLOW_TRACKING_URI') from None
+        raise WorkbenchError(why, op,
+                'start it (workbench server start) or correct tracking_uri / $MLFLOW_TRACKING_URI') from None
     fix = 'set $MLFLOW_TRACKING_USERNAME and $MLFLOW_TRACKING_PASSWORD to an account of that server'
-    if r.status_code == 401 and not (creds.username or creds.token): raise WorkbenchError('the server wants a login and none was given (HTTP 401)', op, fix)
-    if r.status_code == 401: raise WorkbenchError(f'user {creds.username!r} was refused: wrong username or password (HTTP 401)', op, fix)
-    if r.status_code == 403: raise WorkbenchError(f'user {creds.username!r} may not read experiments there (HTTP 403)', op, "ask the server's admin for READ or EDIT permission")
-    if r.status_code != 200: raise WorkbenchError(f'HTTP {r.status_code}: {r.text[:200]}', op, 'check that the URL is an MLflow tracking server')
+    if r.status_code == 401 and not (creds.username or creds.token): raise WorkbenchError('the server wants a login '
+                                                                                          'and none was given (HTTP '
+                                                                                          '401)', op, fix)
+    if r.status_code == 401: raise WorkbenchError(f'user {creds.username!r} was refused: wrong username or password '
+                                                  '(HTTP 401)', op, fix)
+    if r.status_code == 403: raise WorkbenchError(f'user {creds.username!r} may not read experiments there (HTTP 403)',
+                                                  op, "ask the server's admin for READ or EDIT permission")
+    if r.status_code != 200: raise WorkbenchError(f'HTTP {r.status_code}: {r.text[:200]}', op,
+                                                  'check that the URL is an MLflow tracking server')
     _SERVER_OK.add(key)
 
 # %% ../../nbs/03_tracking/02_store.ipynb #a66fc3ee
 STORE_SCHEMES = ('sqlite:///', 'http://', 'https://', 'postgresql', 'mysql', 'mssql', 'databricks')
-_CORRUPT_FIX = 'move the database file away (a new, empty store is created on the next run), or point tracking_uri at a good store'
+_CORRUPT_FIX = ('move the database file away (a new, empty store is created on the next run), or point tracking_uri at '
+                'a good store')
 
 def _check_sqlite(db:Path, op:str, *, create:bool=True, timeout:float=5):
     "An existing sqlite store is an MLflow database and not corrupt; a missing one can be created (when `create`)."
     if not db.exists():
-        if not create: raise WorkbenchError(f'no MLflow store at {db}', op, 'run a study first (workbench run MODEL), or pass the tracking URI of an existing store')
+        if not create: raise WorkbenchError(f'no MLflow store at {db}', op, 'run a study first (workbench run MODEL), '
+                                                                            'or pass the tracking URI of an existing '
+                                                                            'store')
         check_writable_dir(db.parent, 'MLflow store folder', op); return
-    if not db.is_file(): raise WorkbenchError(f'{db} is not a file (the MLflow store must be an SQLite file)', op, 'point tracking_uri at a .db file')
+    if not db.is_file(): raise WorkbenchError(f'{db} is not a file (the MLflow store must be an SQLite file)', op,
+                                              'point tracking_uri at a .db file')
     try:
         with open(db, 'rb') as f: head = f.read(16)
     except OSError as e: raise fs_error(e, op, db) from None
-    if not head: raise empty_store(db, op)               # the same line for run, compare, ui, ...: refused, left as it is
+    # the same line for run, compare, ui, ...: refused, left as it is
+    if not head: raise empty_store(db, op)
     if head != b'SQLite format 3\x00':
-        raise WorkbenchError(f'{db} is corrupt: not an SQLite database (it starts with {short(head, 40)})', op, _CORRUPT_FIX)
+        raise WorkbenchError(f'{db} is corrupt: not an SQLite database (it starts with {short(head, 40)})', op,
+                             _CORRUPT_FIX)
     try:
         con = sqlite3.connect(f'file:{db}?mode=ro', uri=True, timeout=timeout)
         try:
@@ -156,27 +186,35 @@ def _check_sqlite(db:Path, op:str, *, create:bool=True, timeout:float=5):
     except sqlite3.OperationalError as e:
         if 'locked' in str(e): return                   # another study writes right now: the file is a live database
         raise WorkbenchError(f'{db} is corrupt or unreadable ({short(str(e), 80)})', op, _CORRUPT_FIX) from None
-    except sqlite3.DatabaseError as e: raise WorkbenchError(f'{db} is corrupt ({short(str(e), 80)})', op, _CORRUPT_FIX) from None
+    except sqlite3.DatabaseError as e: raise WorkbenchError(f'{db} is corrupt ({short(str(e), 80)})', op,
+                                                            _CORRUPT_FIX) from None
     if ok != 'ok': raise WorkbenchError(f'{db} is corrupt (sqlite quick_check: {short(ok, 80)})', op, _CORRUPT_FIX)
-    if tables and 'experiments' not in tables: raise WorkbenchError(f'{db} is an SQLite database but not an MLflow store (no experiments table)', op, 'point tracking_uri at an MLflow store')
+    if tables and 'experiments' not in tables: raise WorkbenchError(f'{db} is an SQLite database but not an MLflow '
+                                                                    'store (no experiments table)', op,
+                                                                    'point tracking_uri at an MLflow store')
 
 def _check_tcp(uri:str, op:str, timeout:float):
     "The host:port of a database-server URI accepts TCP connections within `timeout`."
     from urllib.parse import urlsplit
-    try: u = urlsplit(uri); host, port = u.hostname, u.port or {'postgresql': 5432, 'mysql': 3306, 'mssql': 1433}.get(u.scheme.split('+')[0])
-    except ValueError as e: raise WorkbenchError(f'tracking URI {short(uri)} is malformed ({e})', op, 'write it as scheme://user:password@host:port/database') from None
+    try: u = urlsplit(uri); host, port = u.hostname, u.port or {'postgresql': 5432, 'mysql': 3306,
+                                                                'mssql': 1433}.get(u.scheme.split('+')[0])
+    except ValueError as e: raise WorkbenchError(f'tracking URI {short(uri)} is malformed ({e})', op,
+                                                 'write it as scheme://user:password@host:port/database') from None
     if not host or not port: return
     try: socket.create_connection((host, port), timeout=timeout).close()
-    except OSError as e: raise WorkbenchError(f'database server {host}:{port} does not answer ({short(str(e), 80)})', op, 'start it, or correct tracking_uri') from None
+    except OSError as e: raise WorkbenchError(f'database server {host}:{port} does not answer ({short(str(e), 80)})',
+                                              op, 'start it, or correct tracking_uri') from None
 
 def check_store(uri:str|None=None, *, create:bool=True, timeout:float=5) -> str:
     "The tracking URI `uri` resolves to, after checking (without creating anything) that the store is usable."
     uri, op = tracking_uri(uri), 'check the MLflow store'
     if not isinstance(uri, str) or not uri.startswith(STORE_SCHEMES) or any(c.isspace() for c in uri):
         raise WorkbenchError(f'tracking URI {short(uri)} is not a store MLflow can use', op,
-                             'use sqlite:////absolute/path/mlflow.db, http(s)://HOST:PORT of a tracking server, or postgresql://USER@HOST:PORT/DB')
+                             'use sqlite:////absolute/path/mlflow.db, http(s)://HOST:PORT of a tracking server, or '
+                             'postgresql://USER@HOST:PORT/DB')
     if uri.startswith(('http://', 'https://')): check_server(uri)
-    elif (db := sqlite_path(uri)) is not None: _check_sqlite(db.expanduser().absolute(), op, create=create, timeout=timeout)
+    elif (db := sqlite_path(uri)) is not None: _check_sqlite(db.expanduser().absolute(), op, create=create,
+                                                             timeout=timeout)
     elif not uri.startswith('databricks'): _check_tcp(uri, op, timeout)
     return uri
 
@@ -184,7 +222,8 @@ def check_store(uri:str|None=None, *, create:bool=True, timeout:float=5) -> str:
 _STORE_OK: set = set()    # sqlite files this process has checked
 
 def client(uri:str|None=None):
-    "An `MlflowClient` on `tracking_uri(uri)`; a store is checked once per process (a corrupt one is refused), a missing sqlite store is created from the template."
+    """An `MlflowClient` on `tracking_uri(uri)`; a store is checked once per process (a corrupt one is refused), a
+    missing sqlite store is created from the template."""
     from mlflow import MlflowClient
     uri = tracking_uri(uri)
     if (db := sqlite_path(uri)) is not None:
@@ -193,7 +232,7 @@ def client(uri:str|None=None):
     else: check_server(uri)
     return MlflowClient(tracking_uri=uri)
 
-def _artifact_root(c, name:str) -> str|None:
+def artifact_root(c, name:str) -> str|None:
     "Artifact location for experiment `name`: `<db folder>/mlartifacts/<name>` for sqlite stores."
     db = sqlite_path(c.tracking_uri)
     return (db.parent/'mlartifacts'/name).resolve().as_uri() if db else None
@@ -201,14 +240,14 @@ def _artifact_root(c, name:str) -> str|None:
 def experiment_id(model:str, uri:str|None=None, *, create:bool=True) -> str|None:
     "Id of the experiment named `model` (created with classic-ML UI kind when missing and `create`)."
     c = client(uri)
-    e = _retry(c.get_experiment_by_name, model)
+    e = retry(c.get_experiment_by_name, model)
     if e is not None: return e.experiment_id
     if not create: return None
-    try: return _retry(c.create_experiment, model, artifact_location=_artifact_root(c, model),
+    try: return retry(c.create_experiment, model, artifact_location=artifact_root(c, model),
                        tags={'mlflow.experimentKind': 'custom_model_development', 'workbench.model': model})
     except Exception as ex:
         if 'already exists' not in str(ex) and 'UNIQUE' not in str(ex): raise
-        return _retry(c.get_experiment_by_name, model).experiment_id
+        return retry(c.get_experiment_by_name, model).experiment_id
 
 # %% ../../nbs/03_tracking/02_store.ipynb #8f5dce1f
 RESERVE_FILE, RESERVE_BYTES = 'reserve.jsonl', 8*2**20
@@ -221,14 +260,18 @@ def _settle(r:dict) -> bool:
     "Write record `r` into its store unless it is there already; True when it was written now."
     c = client(r['uri'])
     if r['kind'] == 'point': return record_failed(c, r, once=True) is not None
-    run = _retry(c.get_run, r['run_id'])
-    if run.info.status != 'RUNNING' and not run.data.tags.get('workbench.failure', '').startswith('stale:'): return False
-    _retry(c.set_tag, r['run_id'], 'workbench.failure', r['cause']); _retry(c.set_terminated, r['run_id'], status='FAILED')
+    run = retry(c.get_run, r['run_id'])
+    if run.info.status != 'RUNNING' and not run.data.tags.get('workbench.failure',
+                                                              '').startswith('stale:'): return False
+    retry(c.set_tag, r['run_id'], 'workbench.failure', r['cause']); retry(c.set_terminated, r['run_id'],
+                                                                            status='FAILED')
     return True
 
 class Reserve:
-    """Room on the runs disk to record a study's failure when that disk fills up, and the records MLflow could not take yet (JSON
-    lines before the padding): `hold` at the start, `release(records)` on a full disk, `settle` at the end and on the next run."""
+    """Room on the runs disk to record a study's failure when that disk fills up, and the records MLflow could not take
+    yet (JSON
+    lines before the padding): `hold` at the start, `release(records)` on a full disk, `settle` at the end and on the
+    next run."""
     def __init__(self, path): self.path = Path(path)
 
     def records(self) -> list[dict]:
@@ -243,7 +286,8 @@ class Reserve:
         return out
 
     def hold(self, size:int=RESERVE_BYTES) -> bool:
-        "Write `size` bytes of padding, unless the file holds records MLflow lacks; False when there is no room (or records are kept)."
+        """Write `size` bytes of padding, unless the file holds records MLflow lacks; False when there is no room (or
+        records are kept)."""
         if self.records(): return False
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -253,7 +297,8 @@ class Reserve:
         except OSError: self.path.unlink(missing_ok=True); return False
 
     def release(self, records:list[dict]) -> bool:
-        "Write `records` after those held, over the padding (no new space needed), and free the rest; False when they could not be written."
+        """Write `records` after those held, over the padding (no new space needed), and free the rest; False when they
+        could not be written."""
         data = b''.join(json.dumps(r, default=str).encode() + b'\n' for r in records)
         try:
             with open(self.path, 'r+b') as f:
@@ -269,14 +314,16 @@ class Reserve:
         except OSError: return False
 
     def settle(self) -> list[dict]:
-        "Write into MLflow each record it lacks (a FAILED point, a parent run ended FAILED); the file goes once all are in. The records written now."
+        """Write into MLflow each record it lacks (a FAILED point, a parent run ended FAILED); the file goes once all
+        are in. The records written now."""
         recs = self.records()
         if not recs: self.path.unlink(missing_ok=True); return []
         done, left = [], []
         for r in recs:
             try:
                 if _settle(r): done.append(r)
-            except Exception: left.append(r)             # the store still refuses (its disk is still full): kept for the next run
+            # the store still refuses (its disk is still full): kept for the next run
+            except Exception: left.append(r)
         try:
             if not left: self.path.unlink()
             else:
@@ -285,7 +332,8 @@ class Reserve:
         except OSError: pass
         return done
 
-FULL_DISK_LOG_BYTES = 64*1024         # on a full disk, each process log attached to a failed point is cut to its last 64 KiB
+# on a full disk, each process log attached to a failed point is cut to its last 64 KiB
+FULL_DISK_LOG_BYTES = 64*1024
 
 def _log_text(x, limit:int=2_000_000) -> str|None:
     "A log given as text, or the last `limit` bytes of a log file (None when it cannot be read)."
@@ -295,25 +343,30 @@ def _log_text(x, limit:int=2_000_000) -> str|None:
     except (OSError, TypeError): return None
 
 def record_failed(c, rec:dict, *, logs:dict|None=None, limit:int=2_000_000, once:bool=False) -> str|None:
-    """Write a failed-point record (`tracking.failed_point`) as a FAILED child run: the cause in `workbench.failure`, `error.txt` and
-    `logs` (name -> text, or -> a log file: its last `limit` bytes) under `logs/`; with `once`, nothing when the store has it already.
+    """Write a failed-point record (`tracking.failed_point`) as a FAILED child run: the cause in `workbench.failure`,
+    `error.txt` and
+    `logs` (name -> text,
+            or -> a log file: its last `limit` bytes) under `logs/`; with `once`, nothing when the store has it already.
     The new run's id (None when it was there)."""
     from mlflow.entities import Param
     tags, eid = rec['tags'], rec['experiment_id']
     same = f"tags.`workbench.point_key` = '{tags['workbench.point_key']}'"
-    if once and any(r.info.start_time == rec['t'] for r in _retry(c.search_runs, [eid], same)): return None
-    rid = _retry(c.create_run, eid, run_name=rec['run_name'], tags=tags, start_time=rec['t']).info.run_id
+    if once and any(r.info.start_time == rec['t'] for r in retry(c.search_runs, [eid], same)): return None
+    rid = retry(c.create_run, eid, run_name=rec['run_name'], tags=tags, start_time=rec['t']).info.run_id
     try:
-        _retry(c.log_batch, rid, params=[Param(k, str(v)[:6000]) for k, v in list((rec.get('params') or {}).items())[:100]])
-        _retry(c.log_dict, rid, rec.get('settings') or {}, 'settings.json')
+        retry(c.log_batch, rid,
+               params=[Param(k, str(v)[:6000]) for k, v in list((rec.get('params') or {}).items())[:100]])
+        retry(c.log_dict, rid, rec.get('settings') or {}, 'settings.json')
         texts = {k: t for k, x in (logs or {}).items() if (t := _log_text(x, limit)) is not None}
-        for name, text in {'error.txt': rec.get('error') or tags['workbench.failure'], **texts}.items(): _retry(c.log_text, rid, text, f'logs/{name}')
+        for name, text in {'error.txt': rec.get('error') or tags['workbench.failure'],
+                           **texts}.items(): retry(c.log_text, rid, text, f'logs/{name}')
     except Exception: pass                               # a full disk may refuse these: the failure tag says why
-    _retry(c.set_terminated, rid, status='FAILED')
+    retry(c.set_terminated, rid, status='FAILED')
     return rid
 
 def settled_note(study:str, done:list[dict]) -> str|None:
-    "What `Reserve.settle` wrote into MLflow for an earlier run of `study` (its failed points, its parent ended FAILED), in one line."
+    """What `Reserve.settle` wrote into MLflow for an earlier run of `study` (its failed points, its parent ended
+    FAILED), in one line."""
     if not done: return None
     pts = [r for r in done if r['kind'] == 'point']
     what = [f'{len(pts)} point(s) FAILED' if pts else '', 'its parent run ended FAILED' if len(done) > len(pts) else '']
@@ -323,13 +376,18 @@ def settled_note(study:str, done:list[dict]) -> str|None:
 
 # %% ../../nbs/03_tracking/02_store.ipynb #0c404fbc
 def check_port(port, op:str='start the MLflow UI') -> int:
-    "`port` when it is a TCP port (1-65535) this process may bind on 127.0.0.1 right now; else a WorkbenchError naming it."
+    """`port` when it is a TCP port (1-65535) this process may bind on 127.0.0.1 right now; else a WorkbenchError naming
+    it."""
     if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
-        raise WorkbenchError(f'port {short(port, 20)} is not a TCP port', op, f'pass a port between 1024 and 65535 (e.g. {free_port()})')
+        raise WorkbenchError(f'port {short(port, 20)} is not a TCP port', op,
+                             f'pass a port between 1024 and 65535 (e.g. {free_port()})')
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try: s.bind(('127.0.0.1', port))
         except OSError as e:
-            if e.errno == errno.EADDRINUSE: raise WorkbenchError(f'port {port} on 127.0.0.1 is already in use', op, f'pass another port (e.g. {free_port()}) or stop what listens there') from None
-            raise WorkbenchError(f'port {port} on 127.0.0.1 cannot be used ({e.strerror})', op, f'pass a port between 1024 and 65535 (e.g. {free_port()})') from None
+            if e.errno == errno.EADDRINUSE: raise WorkbenchError(f'port {port} on 127.0.0.1 is already in use', op,
+                                                                 f'pass another port (e.g. {free_port()}) or stop what '
+                                                                 'listens there') from None
+            raise WorkbenchError(f'port {port} on 127.0.0.1 cannot be used ({e.strerror})', op,
+                                 f'pass a port between 1024 and 65535 (e.g. {free_port()})') from None
     return port

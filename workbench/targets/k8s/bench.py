@@ -16,15 +16,18 @@ __all__ = ['chat_over_socket', 'frontend_pod', 'smoke_test', 'with_export_in_log
            'run_benchmark', 'job_concurrency']
 
 # %% ../../../nbs/05_targets/k8s/04_bench.ipynb #9dec7db2
-def chat_over_socket(sock, model:str, prompt:str='Say hello in one word.', *, max_tokens:int=16, timeout_s:float=120) -> dict:
+def chat_over_socket(sock, model:str, prompt:str='Say hello in one word.', *, max_tokens:int=16,
+                     timeout_s:float=120) -> dict:
     "POST one non-streaming /v1/chat/completions on connected socket `sock`; returns the parsed, checked response."
-    body = json.dumps({'model': model, 'messages': [{'role': 'user', 'content': prompt}], 'max_tokens': max_tokens, 'stream': False}).encode()
+    body = json.dumps({'model': model, 'messages': [{'role': 'user', 'content': prompt}], 'max_tokens': max_tokens,
+                       'stream': False}).encode()
     req = (f'POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n'
            f'Content-Length: {len(body)}\r\nConnection: close\r\n\r\n').encode() + body
     sock.settimeout(timeout_s); sock.sendall(req)
     resp = http.client.HTTPResponse(sock); resp.begin()
     raw = resp.read().decode(errors='replace')
-    op, fix = 'smoke-test /v1/chat/completions', 'check the frontend and worker logs; the model name must match --served-model-name'
+    op, fix = ('smoke-test /v1/chat/completions',
+               'check the frontend and worker logs; the model name must match --served-model-name')
     if resp.status != 200: raise WorkbenchError(f'model {model}: HTTP {resp.status} {raw[:300]}', op, fix)
     try: d = json.loads(raw)
     except ValueError: raise WorkbenchError(f'model {model}: response is not JSON: {raw[:200]}', op, fix) from None
@@ -43,7 +46,8 @@ def frontend_pod(cl:Cluster, name:str) -> str:
                                       'find the frontend', 'wait for readiness first (wait_ready)')
     return pods[0]['metadata']['name']
 
-def smoke_test(cl:Cluster, name:str, model:str, port:int=8000, *, prompt:str='Say hello in one word.', timeout_s:float=120) -> dict:
+def smoke_test(cl:Cluster, name:str, model:str, port:int=8000, *, prompt:str='Say hello in one word.',
+               timeout_s:float=120) -> dict:
     "One chat completion against DGD `name`'s frontend through a port-forward; returns the response."
     from kubernetes.stream import portforward
     pod = frontend_pod(cl, name)
@@ -65,10 +69,12 @@ def with_export_in_log(job:dict) -> dict:
         words = (c.get('command') or []) + (c.get('args') or [])
         if EXPORT_BEGIN in ' '.join(map(str, words)) or not any('aiperf' in str(w) for w in words): continue
         if c.get('command', [])[:2] != ['/bin/sh', '-c'] or len(c.get('args') or []) != 1:
-            raise WorkbenchError(f"container {c.get('name')} of Job {j['metadata']['name']} is not a `/bin/sh -c SCRIPT`", 'add the export step',
+            raise WorkbenchError(f"container {c.get('name')} of Job {j['metadata']['name']} is not a `/bin/sh -c "
+                                 "SCRIPT`", 'add the export step',
                                  'render the AIPerf Job as one shell script (as aiperf_job does)')
         m = re.search(r"--artifact-dir[ =](\S+)", c['args'][0])
-        if not m: raise WorkbenchError(f"no --artifact-dir in Job {j['metadata']['name']}", 'add the export step', 'pass --artifact-dir to aiperf')
+        if not m: raise WorkbenchError(f"no --artifact-dir in Job {j['metadata']['name']}", 'add the export step',
+                                       'pass --artifact-dir to aiperf')
         art = m.group(1)
         c['args'] = [c['args'][0] + f'; f=$(find {art} -name profile_export_aiperf.json | head -n 1); test -n "$f"; '
                      f'echo {EXPORT_BEGIN}; cat "$f"; echo; echo {EXPORT_END}']
@@ -80,15 +86,17 @@ def export_from_log(log:str) -> dict:
     if i < 0 or j < i: raise WorkbenchError('no AIPerf export markers in the Job log', 'collect the AIPerf export',
                                             'read the Job log: aiperf probably failed before writing its export')
     try: return json.loads(log[i + len(EXPORT_BEGIN):j])
-    except ValueError as e: raise WorkbenchError(f'the export in the Job log is not JSON ({e})', 'collect the AIPerf export',
-                                                 'the log may be truncated; copy it from the artifact dir on the PVC') from None
+    except ValueError as e: raise WorkbenchError(f'the export in the Job log is not JSON ({e})',
+                                                 'collect the AIPerf export',
+            'the log may be truncated; copy it from the artifact dir on the PVC') from None
 
 # %% ../../../nbs/05_targets/k8s/04_bench.ipynb #ab5b5d6d
 def job_log(cl:Cluster, name:str) -> str:
     "The log of the newest pod of Job `name`."
     from kubernetes.client.exceptions import ApiException
     pods = cl.core.list_namespaced_pod(cl.namespace, label_selector=f'job-name={name}').items
-    if not pods: raise WorkbenchError(f'no pod for Job {name}', 'read the Job log', 'the pod was garbage-collected; read the artifact dir on the PVC')
+    if not pods: raise WorkbenchError(f'no pod for Job {name}', 'read the Job log',
+                                      'the pod was garbage-collected; read the artifact dir on the PVC')
     pod = max(pods, key=lambda p: p.metadata.creation_timestamp)
     try: return cl.core.read_namespaced_pod_log(pod.metadata.name, cl.namespace)
     except ApiException as e: raise api_error(e, f'Pod/{pod.metadata.name}', 'read the Job log') from None
@@ -100,10 +108,13 @@ def delete_job(cl:Cluster, name:str, timeout_s:float=120) -> None:
     except ApiException as e:
         if e.status == 404: return
         raise api_error(e, f'Job/{name}', 'delete Job') from None
-    s, _, _ = poll(lambda: ('done' if get(cl, 'batch/v1', 'Job', name) is None else 'pending', 'deleting'), timeout_s, 0.5, progress=False)
-    if s != 'done': raise WorkbenchError(f'Job {name} still exists after {timeout_s:g}s', 'delete Job', 'check its finalizers')
+    s, _, _ = poll(lambda: ('done' if get(cl, 'batch/v1', 'Job', name) is None else 'pending', 'deleting'), timeout_s,
+                   0.5, progress=False)
+    if s != 'done': raise WorkbenchError(f'Job {name} still exists after {timeout_s:g}s', 'delete Job',
+                                         'check its finalizers')
 
-def run_benchmark(cl:Cluster, job:dict, study:str|None=None, variant_key:str|None=None, *, timeout_s:float=7200, poll_s:float=15,
+def run_benchmark(cl:Cluster, job:dict, study:str|None=None, variant_key:str|None=None, *, timeout_s:float=7200,
+                  poll_s:float=15,
                   out_dir:str|os.PathLike|None=None, progress:bool=True, **fields):
     "Run AIPerf Job `job` (labelled for `study`/`variant_key`), collect its export and return the parsed `BenchResult`."
     from workbench.targets.aiperf import result_from_export
@@ -115,9 +126,11 @@ def run_benchmark(cl:Cluster, job:dict, study:str|None=None, variant_key:str|Non
     out = Path(out_dir or runs_dir()/'k8s'/label_value(study or 'study')/label_value(variant_key or 'variant')/name)
     out.mkdir(parents=True, exist_ok=True)
     p = out/'profile_export_aiperf.json'; p.write_text(json.dumps(export, indent=2))
-    extra = {'job': name, 'namespace': cl.namespace, 'artifact_dir': (job['metadata'].get('annotations') or {}).get(f'{LABEL_PREFIX}/artifact-dir'),
+    extra = {'job': name, 'namespace': cl.namespace,
+             'artifact_dir': (job['metadata'].get('annotations') or {}).get(f'{LABEL_PREFIX}/artifact-dir'),
              **fields.pop('extra', {})}
-    return result_from_export(p, extra=extra, **{'target': 'k8s', **fields})      # the local target's and `workbench import`'s parser
+    # the local target's and `workbench import`'s parser
+    return result_from_export(p, extra=extra, **{'target': 'k8s', **fields})
 
 # %% ../../../nbs/05_targets/k8s/04_bench.ipynb #cd2d25a5
 def job_concurrency(job:dict) -> int|None:

@@ -4,14 +4,14 @@
 
 # %% ../../../nbs/05_targets/k8s/02_cluster.ipynb #f8ee3661
 from __future__ import annotations
-import copy, json, os, re, subprocess, tempfile, time, uuid
+import copy, json, os, re, time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 import yaml
 from tqdm import tqdm
-from ...base.core import WorkbenchError, content_hash, repo_root
+from ...base.core import WorkbenchError, content_hash
 from ...base.inputs import short
 from ...base import progress as _progress
 
@@ -20,11 +20,13 @@ __all__ = ['KUBE_WHERE', 'API_RETRY_S', 'API_TIMEOUT', 'TRANSIENT_HTTP', 'K8S_RE
            'workbench_labels', 'selector', 'labelled', 'example_manifests', 'Cluster', 'connect', 'transient',
            'with_retries', 'retry_budget', 'field_errors', 'api_error', 'check_access', 'referenced_secrets',
            'without_secret', 'check_secrets', 'load_yaml', 'v120_compatible_crd', 'wait_crd_established',
-           'install_dgd_crd', 'ref', 'api_resource', 'apply', 'get', 'poll', 'events_for', 'LocalCluster']
+           'install_dgd_crd', 'ref', 'api_resource', 'apply', 'get', 'poll', 'events_for']
 
 # %% ../../../nbs/05_targets/k8s/02_cluster.ipynb #a535a4ae
-from ...base.constants import (LABEL_PREFIX, MANAGED_BY, STUDY_LABEL, VARIANT_LABEL, FIELD_MANAGER, DGD_GROUP, DGD_VERSION,
-                                 DGD_PLURAL, DGD_KIND, DGD_API, DGD_CRD_NAME, OP_GRAPH_LABEL, OP_COMPONENT_LABEL, WORKER_TYPES,
+from ...base.constants import (LABEL_PREFIX, MANAGED_BY, STUDY_LABEL, VARIANT_LABEL, FIELD_MANAGER, DGD_GROUP,
+                                      DGD_VERSION,
+                                 DGD_PLURAL, DGD_KIND, DGD_API, DGD_CRD_NAME, OP_GRAPH_LABEL, OP_COMPONENT_LABEL,
+                                      WORKER_TYPES,
                                  crd_path)   # the DGD and label facts live in one dependency-free module
 
 def label_value(s:str) -> str:
@@ -60,7 +62,8 @@ def labelled(obj:dict, labels:dict, namespace:str|None=None) -> dict:
 
 # %% ../../../nbs/05_targets/k8s/02_cluster.ipynb #223a613b
 def example_manifests(name:str='demo', model:str='Motif-Technologies/Motif-3', pvc:str='model-cache', *,
-                      image:str='nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0', hf_secret:str='hf-token-secret') -> list[dict]:
+                      image:str='nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0',
+                      hf_secret:str='hf-token-secret') -> list[dict]:
     "A PVC, a model-download Job and an aggregated DGD (frontend + one TP4 worker), as the recipes write them."
     mount = '/model-cache'
     pvc_m = {'apiVersion': 'v1', 'kind': 'PersistentVolumeClaim', 'metadata': {'name': pvc},
@@ -79,16 +82,20 @@ def example_manifests(name:str='demo', model:str='Motif-Technologies/Motif-3', p
                {'name': 'Frontend', 'type': 'frontend', 'replicas': 1, 'podTemplate': {'spec': {'containers': [{
                    'name': 'main', 'image': image, 'command': ['python3', '-m', 'dynamo.frontend'],
                    'args': ['--router-mode', 'round-robin', '--http-port', '8000']}]}}},
-               {'name': 'VllmWorker', 'type': 'worker', 'replicas': 2, 'sharedMemorySize': '64Gi', 'podTemplate': {'spec': {
+               {'name': 'VllmWorker', 'type': 'worker', 'replicas': 2, 'sharedMemorySize': '64Gi',
+                'podTemplate': {'spec': {
                    **vol, 'tolerations': [{'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}],
-                   'affinity': {'nodeAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': {'nodeSelectorTerms': [
-                       {'matchExpressions': [{'key': 'nvidia.com/gpu.product', 'operator': 'In', 'values': ['NVIDIA-B200']}]}]}}},
+                   'affinity': {'nodeAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': {
+                       'nodeSelectorTerms': [{'matchExpressions': [{'key': 'nvidia.com/gpu.product', 'operator': 'In',
+                                                                    'values': ['NVIDIA-B200']}]}]}}},
                    'containers': [{'name': 'main', 'image': image, 'command': ['/bin/sh', '-c'],
-                       'args': [f'ulimit -l unlimited; python3 -m dynamo.vllm --model {model} --served-model-name {model} '
-                                '--tensor-parallel-size 4 --block-size 64 --kv-cache-dtype fp8 --enable-prefix-caching'],
+                       'args': [f'ulimit -l unlimited; python3 -m dynamo.vllm --model {model} --served-model-name '
+                                f'{model} '
+            '--tensor-parallel-size 4 --block-size 64 --kv-cache-dtype fp8 --enable-prefix-caching'],
                        'env': [{'name': 'HF_HOME', 'value': mount}, {'name': 'HF_HUB_OFFLINE', 'value': '1'}],
                        'envFrom': [{'secretRef': {'name': hf_secret}}], 'volumeMounts': mnt,
-                       'resources': {'requests': {'nvidia.com/gpu': '4', 'memory': '400Gi'}, 'limits': {'nvidia.com/gpu': '4'}}}]}}}]}}
+                       'resources': {'requests': {'nvidia.com/gpu': '4', 'memory': '400Gi'},
+                                     'limits': {'nvidia.com/gpu': '4'}}}]}}}]}}
     return [pvc_m, dl, dgd]
 
 # %% ../../../nbs/05_targets/k8s/02_cluster.ipynb #7f1e1618
@@ -119,17 +126,22 @@ class Cluster:
             self._dyn = DynamicClient(self.api)
         return self._dyn
 
-KUBE_WHERE = ("set $KUBECONFIG (or -p \"options={'kubeconfig': '/path'}\") and -p kube_context=NAME for a context other than the current one "
-              "(from Python: K8sTarget(kubeconfig=..., context=...))")      # the study notebook's parameter and option names
+KUBE_WHERE = ("set $KUBECONFIG (or -p \"options={'kubeconfig': '/path'}\") and -p kube_context=NAME for a context "
+              "other than the current one "
+              # the study notebook's parameter and option names
+              "(from Python: K8sTarget(kubeconfig=..., context=...))")
 
-def connect(kubeconfig:str|os.PathLike|None=None, context:str|None=None, namespace:str|None=None, *, retry_s:float|None=None) -> Cluster:
-    "Connect with `kubeconfig` (or $KUBECONFIG, ~/.kube/config, in-cluster) and `context`; transient API errors are retried for `retry_s` (default `API_RETRY_S`)."
+def connect(kubeconfig:str|os.PathLike|None=None, context:str|None=None, namespace:str|None=None, *,
+            retry_s:float|None=None) -> Cluster:
+    """Connect with `kubeconfig` (or $KUBECONFIG, ~/.kube/config, in-cluster) and `context`; transient API errors are
+    retried for `retry_s` (default `API_RETRY_S`)."""
     cl = _connect(kubeconfig, context, namespace)
     with_retries(cl.api, API_RETRY_S if retry_s is None else retry_s)
     return cl
 
 def _connect(kubeconfig, context, namespace) -> Cluster:
-    "A `Cluster` for the kubeconfig, context and namespace (urllib3's own retries off: `with_retries` retries, quietly)."
+    """A `Cluster` for the kubeconfig, context and namespace (urllib3's own retries off: `with_retries` retries,
+    quietly)."""
     from kubernetes import client, config
     kc = kubeconfig or os.environ.get('KUBECONFIG')
     default = Path('~/.kube/config').expanduser()
@@ -139,14 +151,17 @@ def _connect(kubeconfig, context, namespace) -> Cluster:
             kc = str(kc or default)
             config.load_kube_config(config_file=kc, context=context, client_configuration=cfg); cfg.retries = False
             _, active = config.list_kube_config_contexts(config_file=kc)
-            if context: active = next((c for c in config.list_kube_config_contexts(config_file=kc)[0] if c['name'] == context), active)
+            if context: active = next((c for c in config.list_kube_config_contexts(config_file=kc)[0]
+                                       if c['name'] == context), active)
             ns = namespace or (active.get('context') or {}).get('namespace') or 'default'
             return Cluster(client.ApiClient(configuration=cfg), ns, active.get('name'))
         config.load_incluster_config(client_configuration=cfg); cfg.retries = False
         sa_ns = Path('/var/run/secrets/kubernetes.io/serviceaccount/namespace')
-        return Cluster(client.ApiClient(configuration=cfg), namespace or (sa_ns.read_text().strip() if sa_ns.exists() else 'default'))
+        return Cluster(client.ApiClient(configuration=cfg),
+                       namespace or (sa_ns.read_text().strip() if sa_ns.exists() else 'default'))
     except (config.ConfigException, FileNotFoundError, OSError) as e:
-        raise WorkbenchError(f'kubeconfig {kc or "(none found)"}, context {context or "(current)"}: {e}', 'connect to the cluster',
+        raise WorkbenchError(f'kubeconfig {kc or "(none found)"}, context {context or "(current)"}: {e}',
+                             'connect to the cluster',
                              KUBE_WHERE) from None
 
 # %% ../../../nbs/05_targets/k8s/02_cluster.ipynb #273ff968
@@ -154,7 +169,8 @@ API_RETRY_S, API_TIMEOUT, TRANSIENT_HTTP = 120.0, (10, 120), (408, 429, 500, 502
 K8S_RETRIES = {'transient': 0}     # how many calls this process retried
 
 def transient(e:BaseException) -> bool:
-    "True for an error worth retrying: no connection (refused, reset, timed out, TLS cut short), or HTTP 408, 429 or 5xx."
+    """True for an error worth retrying: no connection (refused, reset, timed out, TLS cut short), or HTTP 408, 429 or
+    5xx."""
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError as Urllib3Error
     if isinstance(e, ApiException): return e.status in TRANSIENT_HTTP
@@ -163,12 +179,15 @@ def transient(e:BaseException) -> bool:
 def _why(e:BaseException) -> str:
     "The cause of a transient error in a few words."
     s = str(e)
-    for k in ('Connection refused', 'Connection reset', 'Read timed out', 'timed out', 'EOF occurred', 'Name or service not known', 'No route to host'):
+    for k in ('Connection refused', 'Connection reset', 'Read timed out', 'timed out', 'EOF occurred',
+              'Name or service not known', 'No route to host'):
         if k.lower() in s.lower(): return k.lower()
-    return f'HTTP {e.status}' if getattr(e, 'status', None) else short(s.splitlines()[0] if s else type(e).__name__, 100)
+    return f'HTTP {e.status}' if getattr(e, 'status', None) else short(s.splitlines()[0] if s else type(e).__name__,
+                                                                       100)
 
 def _retrying(call, api):
-    "`call` (an ApiClient's `call_api`) with a default timeout, retried on transient errors for up to `api.retry_s` seconds."
+    """`call` (an ApiClient's `call_api`) with a default timeout, retried on transient errors for up to `api.retry_s`
+    seconds."""
     def call_api(*args, **kw):
         if kw.get('_request_timeout') is None: kw['_request_timeout'] = API_TIMEOUT
         budget, t0, delay = getattr(api, 'retry_s', API_RETRY_S), time.monotonic(), 0.5
@@ -177,13 +196,16 @@ def _retrying(call, api):
             except Exception as e:
                 if not transient(e): raise
                 why = _why(e)
-            else:                                 # the client reads the status later (response_deserialize): a 429/5xx answer is transient too
+            # the client reads the status later (response_deserialize): a 429/5xx answer is transient too
+            else:
                 if getattr(r, 'status', None) not in TRANSIENT_HTTP: return r
                 why = f'HTTP {r.status} {getattr(r, "reason", "") or ""}'.strip()
             if time.monotonic() - t0 + delay > budget:
-                raise WorkbenchError(f'the API server {api.configuration.host} did not answer ({why}; retried for {time.monotonic() - t0:.0f} s, '
+                raise WorkbenchError(f'the API server {api.configuration.host} did not answer ({why}; retried for '
+                                     f'{time.monotonic() - t0:.0f} s, '
                                      f'api_retry_s={budget:g})', 'call the Kubernetes API',
-                                     'check that the cluster is up (kubectl version should answer); for longer outages raise the k8s target\'s api_retry_s')
+                                     'check that the cluster is up (kubectl version should answer); for longer outages '
+                                     'raise the k8s target\'s api_retry_s')
             K8S_RETRIES['transient'] += 1; time.sleep(delay); delay = min(2*delay, 10.0)
     call_api.__wrapped__ = call
     return call_api
@@ -220,10 +242,12 @@ def api_error(e, what:str, op:str) -> WorkbenchError:
     if code == 422:
         return WorkbenchError(f'{what} is invalid: ' + '; '.join(field_errors(e)), op,
                               'fix the named field(s) in the rendered manifest (the schema is the cluster\'s CRD/API)')
-    fixes = {401: 'refresh the kubeconfig credentials', 403: 'ask for RBAC rights in this namespace (or use another context)',
+    fixes = {401: 'refresh the kubeconfig credentials',
+             403: 'ask for RBAC rights in this namespace (or use another context)',
              404: 'check the name/namespace, and that the CRD or API group is installed',
              409: 'another field manager owns these fields; resolve the conflict or delete the object'}
-    return WorkbenchError(f'{what}: HTTP {code} {st.get("message") or e.reason}', op, fixes.get(code, 'check the cluster and retry'))
+    return WorkbenchError(f'{what}: HTTP {code} {st.get("message") or e.reason}', op,
+                          fixes.get(code, 'check the cluster and retry'))
 
 # %% ../../../nbs/05_targets/k8s/02_cluster.ipynb #6d839e50
 NEEDED_RIGHTS = [('nvidia.com', 'dynamographdeployments', v) for v in ('get', 'list', 'create', 'patch', 'delete')] + \
@@ -238,9 +262,12 @@ def check_access(cl:Cluster, rights=NEEDED_RIGHTS) -> str:
     from kubernetes.client.exceptions import ApiException
     try: ver = client.VersionApi(cl.api).get_code().git_version
     except Exception as e:
-        why = e.what if isinstance(e, WorkbenchError) else short(str(e).splitlines()[0] if str(e) else type(e).__name__, 200)
-        raise WorkbenchError(f'API server of context {cl.context} ({cl.api.configuration.host}) unreachable: {why}', 'check cluster access',
-                             f'check the network and the kubeconfig and context ({KUBE_WHERE}); `kubectl version` should answer') from None
+        why = e.what if isinstance(e, WorkbenchError) else short(str(e).splitlines()[0] if str(e)
+                                                                 else type(e).__name__, 200)
+        raise WorkbenchError(f'API server of context {cl.context} ({cl.api.configuration.host}) unreachable: {why}',
+                             'check cluster access',
+                             f'check the network and the kubeconfig and context ({KUBE_WHERE}); `kubectl version` '
+                             'should answer') from None
     try: cl.core.read_namespace(cl.namespace)
     except ApiException as e:
         if e.status == 404:
@@ -251,13 +278,15 @@ def check_access(cl:Cluster, rights=NEEDED_RIGHTS) -> str:
     authz = client.AuthorizationV1Api(cl.api)
     for group, res, verb, *sub in rights:
         body = client.V1SelfSubjectAccessReview(spec=client.V1SelfSubjectAccessReviewSpec(
-            resource_attributes=client.V1ResourceAttributes(group=group, resource=res, verb=verb, namespace=cl.namespace,
+            resource_attributes=client.V1ResourceAttributes(group=group, resource=res, verb=verb,
+                                                            namespace=cl.namespace,
                                                             subresource=sub[0] if sub else None)))
         try: st = authz.create_self_subject_access_review(body).status
         except ApiException as e: raise api_error(e, 'SelfSubjectAccessReview', 'check cluster access') from None
         if not st.allowed:
             r = (f'{res}.{group}' if group else res) + (f'/{sub[0]}' if sub else '')
-            raise WorkbenchError(f'this identity may not {verb} {r} in namespace {cl.namespace}', 'check cluster access',
+            raise WorkbenchError(f'this identity may not {verb} {r} in namespace {cl.namespace}',
+                                 'check cluster access',
                                  f'grant a Role with {verb} on {r} (or use a context that has it)')
     return ver
 
@@ -267,10 +296,12 @@ def referenced_secrets(manifests:Iterable[dict]) -> dict[str, set]:
     out: dict[str, set] = {}
     def walk(x):
         if isinstance(x, dict):
-            if isinstance(x.get('secretRef'), dict) and x['secretRef'].get('name'): out.setdefault(x['secretRef']['name'], set())
+            if isinstance(x.get('secretRef'),
+                          dict) and x['secretRef'].get('name'): out.setdefault(x['secretRef']['name'], set())
             if isinstance(x.get('secretKeyRef'), dict) and x['secretKeyRef'].get('name'):
                 out.setdefault(x['secretKeyRef']['name'], set()).add(x['secretKeyRef'].get('key'))
-            if isinstance(x.get('secret'), dict) and x['secret'].get('secretName'): out.setdefault(x['secret']['secretName'], set())
+            if isinstance(x.get('secret'),
+                          dict) and x['secret'].get('secretName'): out.setdefault(x['secret']['secretName'], set())
             for s in x.get('imagePullSecrets') or []:
                 if isinstance(s, dict) and s.get('name'): out.setdefault(s['name'], set())
             for v in x.values(): walk(v)
@@ -280,19 +311,23 @@ def referenced_secrets(manifests:Iterable[dict]) -> dict[str, set]:
     return {k: {s for s in v if s} for k, v in out.items()}
 
 def without_secret(manifests:Iterable[dict], name:str) -> list[dict]:
-    "Copies of `manifests` with every reference to secret `name` removed (`envFrom` entries and `env` values taken from it)."
+    """Copies of `manifests` with every reference to secret `name` removed (`envFrom` entries and `env` values taken
+    from it)."""
     def walk(x):
         if isinstance(x, dict):
             out = {}
             for k, v in x.items():
-                if k == 'envFrom' and isinstance(v, list): v = [e for e in v if not (isinstance(e, dict) and (e.get('secretRef') or {}).get('name') == name)]
-                elif k == 'env' and isinstance(v, list): v = [e for e in v if not (isinstance(e, dict) and ((e.get('valueFrom') or {}).get('secretKeyRef') or {}).get('name') == name)]
+                if k == 'envFrom' and isinstance(v, list): v = [e for e in v if not (isinstance(e, dict)
+                        and (e.get('secretRef') or {}).get('name') == name)]
+                elif k == 'env' and isinstance(v, list): v = [e for e in v if not (isinstance(e, dict)
+                        and ((e.get('valueFrom') or {}).get('secretKeyRef') or {}).get('name') == name)]
                 out[k] = walk(v)
             return out
         return [walk(v) for v in x] if isinstance(x, list) else x
     return [walk(m) for m in manifests]
 
-def check_secrets(cl:Cluster, manifests:Iterable[dict]=(), hf_secret:str|None='hf-token-secret', hf_key:str='HF_TOKEN') -> dict[str, list[str]]:
+def check_secrets(cl:Cluster, manifests:Iterable[dict]=(), hf_secret:str|None='hf-token-secret',
+                  hf_key:str='HF_TOKEN') -> dict[str, list[str]]:
     "Check `hf_secret` (with key `hf_key`) and every secret `manifests` reference exist; returns name -> key names."
     from kubernetes.client.exceptions import ApiException
     need = referenced_secrets(manifests)
@@ -302,15 +337,18 @@ def check_secrets(cl:Cluster, manifests:Iterable[dict]=(), hf_secret:str|None='h
         try: s = cl.core.read_namespaced_secret(name, cl.namespace)
         except ApiException as e:
             if e.status == 404:
-                fix = (f'kubectl -n {cl.namespace} create secret generic {name} --from-literal={hf_key}=<your token>' if name == hf_secret
+                fix = (f'kubectl -n {cl.namespace} create secret generic {name} --from-literal={hf_key}=<your token>'
+                       if name == hf_secret
                        else f'create secret {name} in namespace {cl.namespace} (see the recipe README)')
-                raise WorkbenchError(f'secret {name!r} not found in namespace {cl.namespace}', 'check secrets', fix) from None
+                raise WorkbenchError(f'secret {name!r} not found in namespace {cl.namespace}', 'check secrets',
+                                     fix) from None
             raise api_error(e, f'Secret/{name}', 'check secrets') from None
         have = sorted(set((s.data or {}).keys()) | set((s.string_data or {}).keys()))
         missing = sorted(keys - set(have))
         if missing:
             raise WorkbenchError(f'secret {name!r} has no key(s) {missing} (it has {have})', 'check secrets',
-                                 f'add the key: kubectl -n {cl.namespace} create secret generic {name} --from-literal={missing[0]}=... --dry-run=client -o yaml | kubectl apply -f -')
+                                 f'add the key: kubectl -n {cl.namespace} create secret generic {name} '
+                                 f'--from-literal={missing[0]}=... --dry-run=client -o yaml | kubectl apply -f -')
         found[name] = have
     return found
 
@@ -356,7 +394,8 @@ def wait_crd_established(cl:Cluster, name:str=DGD_CRD_NAME, timeout_s:float=60) 
         except ApiException as e:
             if e.status != 404: raise api_error(e, f'CRD {name}', 'wait for CRD') from None
         if time.monotonic() - t0 > timeout_s:
-            raise WorkbenchError(f'CRD {name} not Established after {timeout_s:g}s', 'install CRD', 'check the apiserver log')
+            raise WorkbenchError(f'CRD {name} not Established after {timeout_s:g}s', 'install CRD',
+                                 'check the apiserver log')
         time.sleep(0.2)
 
 def install_dgd_crd(cl:Cluster, path:str|os.PathLike|None=None, timeout_s:float=60) -> bool:
@@ -396,7 +435,8 @@ def api_resource(cl:Cluster, api_version:str, kind:str):
         except ResourceNotFoundError:
             fix = ('install the Dynamo operator (its CRDs), or install_dgd_crd() on a test cluster' if kind == DGD_KIND
                    else f'use an apiVersion the cluster serves for {kind}')
-            raise WorkbenchError(f'the cluster does not serve {kind} in {api_version}', 'find API resource', fix) from None
+            raise WorkbenchError(f'the cluster does not serve {kind} in {api_version}', 'find API resource',
+                                 fix) from None
 
 def apply(cl:Cluster, obj:dict, dry_run:bool=False) -> dict:
     "Server-side apply `obj` in the cluster's namespace (field manager `workbench`); returns the server's object."
@@ -407,7 +447,8 @@ def apply(cl:Cluster, obj:dict, dry_run:bool=False) -> dict:
     op = 'server-side dry-run apply' if dry_run else 'server-side apply'
     try:
         r = cl.dynamic.server_side_apply(res, body=body, namespace=cl.namespace if res.namespaced else None,
-                                         field_manager=FIELD_MANAGER, force_conflicts=True, dry_run='All' if dry_run else None)
+                                         field_manager=FIELD_MANAGER, force_conflicts=True,
+                                         dry_run='All' if dry_run else None)
     except ApiException as e: raise api_error(e, ref(obj), op) from None
     return r.to_dict()
 
@@ -421,7 +462,8 @@ def get(cl:Cluster, api_version:str, kind:str, name:str) -> dict|None:
 # %% ../../../nbs/05_targets/k8s/02_cluster.ipynb #278694e8
 def poll(check, timeout_s:float, poll_s:float=5, desc:str='waiting', *, progress:bool=True, phase:str|None=None,
          every_s:float=60) -> tuple[str, str, float]:
-    "Call `check() -> (state, message)` until state is 'done' or 'failed' or time runs out; returns (state, message, seconds). `phase` reports the wait as progress phase lines."
+    """Call `check() -> (state, message)` until state is 'done' or 'failed' or time runs out; returns (state, message,
+    seconds). `phase` reports the wait as progress phase lines."""
     t0 = time.monotonic(); state, msg, told = 'pending', '', -every_s
     bar = tqdm(total=int(timeout_s), desc=desc, unit='s', disable=not progress, leave=False,
                bar_format='{desc}: {n_fmt}/{total_fmt}s {postfix}')
@@ -432,7 +474,8 @@ def poll(check, timeout_s:float, poll_s:float=5, desc:str='waiting', *, progress
             bar.n = min(int(el), int(timeout_s)); bar.set_postfix_str(msg[:100]); bar.refresh()
             end = state if state in ('done', 'failed') else 'timeout' if el >= timeout_s else None
             if phase and (end or el - told >= every_s):
-                told = el; _progress.phase(f'{phase}: ' + (end if end else 'waiting') + (f' ({msg[:160]})' if msg else ''), elapsed_s=round(el, 1))
+                told = el; _progress.phase(f'{phase}: ' + (end if end else 'waiting')
+                                           + (f' ({msg[:160]})' if msg else ''), elapsed_s=round(el, 1))
             if end: return end, msg, el
             time.sleep(min(poll_s, max(0.0, timeout_s - el)) or 0.01)
     finally: bar.close()
@@ -453,49 +496,3 @@ def events_for(cl:Cluster, names:Iterable[str], limit:int=20) -> list[str]:
         if io and io.name and any(io.name == n or io.name.startswith(n + '-') for n in names):
             out.append(f'{e.type or "?"} {e.reason or ""} {io.kind}/{io.name}: {(e.message or "").strip()}')
     return out[-limit:]
-
-# %% ../../../nbs/05_targets/k8s/02_cluster.ipynb #2a8d1d53
-class LocalCluster:
-    "A throwaway namespace on the local test API server (started here unless $WORKBENCH_KUBECONFIG names one)."
-    def __init__(self, namespace:str|None=None, kubeconfig:str|None=None):
-        import atexit, shutil
-        self.dir, kc = None, kubeconfig or os.environ.get('WORKBENCH_KUBECONFIG')
-        if not kc:
-            tools = repo_root()/'tools'/'k8s'
-            self.dir = tempfile.mkdtemp(prefix='workbench-k8s-')
-            r = subprocess.run([str(tools/'start.sh'), self.dir], capture_output=True, text=True, timeout=300,
-                               env={**os.environ, 'WORKBENCH_K8S_WATCH_PID': str(os.getpid())})
-            if r.returncode:
-                self._stop()
-                raise WorkbenchError(f'tools/k8s/start.sh failed (rc {r.returncode}): {(r.stderr or r.stdout)[-600:]}',
-                                     'start the local kube-apiserver', 'run tools/k8s/build.sh once (it caches the binaries), or set $WORKBENCH_KUBECONFIG')
-            kc = f'{self.dir}/kubeconfig'
-        self.kubeconfig = kc
-        try:
-            admin = connect(kc, namespace='default')
-            install_dgd_crd(admin)
-            self.namespace = namespace or f'wb-test-{uuid.uuid4().hex[:8]}'
-            from kubernetes import client
-            admin.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=self.namespace, labels=workbench_labels())))
-            self.cluster = connect(kc, namespace=self.namespace)
-        except BaseException:
-            self._stop(); raise
-        self._closed = False
-        atexit.register(self.close)
-
-    def _stop(self):
-        import shutil
-        if self.dir:
-            subprocess.run([str(repo_root()/'tools'/'k8s'/'stop.sh'), self.dir], capture_output=True, timeout=120)
-            shutil.rmtree(self.dir, ignore_errors=True); self.dir = None
-
-    def close(self):
-        "Delete the namespace and stop the server if this object started it."
-        if getattr(self, '_closed', True): return
-        self._closed = True
-        try: self.cluster.core.delete_namespace(self.namespace)
-        except Exception: pass
-        self._stop()
-
-    def __enter__(self): return self.cluster
-    def __exit__(self, *a): self.close()

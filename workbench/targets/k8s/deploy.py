@@ -9,9 +9,11 @@ from dataclasses import dataclass, field, asdict
 from datetime import datetime, timezone
 from typing import Iterable
 from ...base.core import WorkbenchError
-from ...base.constants import (DGD_API, DGD_KIND, DGD_GROUP, DGD_VERSION, DGD_PLURAL, OP_GRAPH_LABEL, OP_COMPONENT_LABEL,
+from ...base.constants import (DGD_API, DGD_KIND, DGD_GROUP, DGD_VERSION, DGD_PLURAL, OP_GRAPH_LABEL,
+                                      OP_COMPONENT_LABEL,
                                  WORKER_TYPES, LABEL_PREFIX)
-from .cluster import (Cluster, api_error, api_resource, apply, get, poll, events_for, ref, labelled, check_access,
+from .cluster import (Cluster, api_error, api_resource, apply, get, poll, events_for, ref,
+                                           labelled, check_access,
                                            workbench_labels, selector, check_secrets)
 
 # %% auto #0
@@ -32,7 +34,8 @@ def job_state(job:dict|None) -> tuple[str, str]:
 
 def wait_job(cl:Cluster, name:str, timeout_s:float=4*3600, poll_s:float=10, *, progress:bool=True) -> float:
     "Wait until Job `name` completes; returns seconds waited. Failure or timeout raises with the Job's events."
-    state, msg, el = poll(lambda: job_state(get(cl, 'batch/v1', 'Job', name)), timeout_s, poll_s, f'job {name}', progress=progress, phase=f'Job {name}')
+    state, msg, el = poll(lambda: job_state(get(cl, 'batch/v1', 'Job', name)), timeout_s, poll_s, f'job {name}',
+                          progress=progress, phase=f'Job {name}')
     if state == 'done': return el
     evs = events_for(cl, [name])
     what = f'Job {name} {"timed out after %gs" % timeout_s if state == "timeout" else "failed"} ({msg})'
@@ -63,12 +66,14 @@ def dgd_state(dgd:dict|None, pods:list[dict]|None=None, restart_id:str|None=None
     if st.get('state') == 'failed': return 'failed', f"state failed{' (' + cmsg + ')' if cmsg else ''}"
     if not st: return 'pending', 'no status yet (is the Dynamo operator running in this cluster?)'
     og = st.get('observedGeneration')
-    if og is not None and gen is not None and og < gen: return 'pending', f'operator has not observed generation {gen} yet (at {og})'
+    if og is not None and gen is not None and og < gen: return ('pending', 'operator has not observed generation '
+                                                                           f'{gen} yet (at {og})')
     if restart_id is not None:
         r = st.get('restart') or {}
         if r.get('observedID') != restart_id: return 'pending', f'restart {restart_id} not picked up yet'
         if r.get('phase') == 'Failed': return 'failed', f'restart {restart_id} failed'
-        if r.get('phase') != 'Completed': return 'pending', f"restart {restart_id} {r.get('phase') or 'pending'} {r.get('inProgress') or ''}".strip()
+        if r.get('phase') != 'Completed': return ('pending', f"restart {restart_id} {r.get('phase') or 'pending'} "
+                                                             f"{r.get('inProgress') or ''}".strip())
     ready = rc.get('status') == 'True'
     msg = cmsg or f"state {st.get('state', '?')}"
     if pods:
@@ -90,17 +95,20 @@ def dgd_pods(cl:Cluster, name:str) -> list[dict]:
         api_resource(cl, 'v1', 'Pod'), namespace=cl.namespace, label_selector=f'{OP_GRAPH_LABEL}={name}').items]
     except ApiException: return []
 
-def wait_ready(cl:Cluster, name:str, timeout_s:float=3*3600, poll_s:float=15, *, restart_id:str|None=None, progress:bool=True) -> float:
+def wait_ready(cl:Cluster, name:str, timeout_s:float=3*3600, poll_s:float=15, *, restart_id:str|None=None,
+               progress:bool=True) -> float:
     "Wait until DGD `name` is ready (status conditions + pods); returns seconds. Raises `DeploymentFailed`."
     def check():
         return dgd_state(get(cl, DGD_API, DGD_KIND, name), dgd_pods(cl, name), restart_id)
-    state, msg, el = poll(check, timeout_s, poll_s, f'ready {name}', progress=progress, phase=f'waiting for {name} to be ready')
+    state, msg, el = poll(check, timeout_s, poll_s, f'ready {name}', progress=progress,
+                          phase=f'waiting for {name} to be ready')
     if state == 'done': return el
     evs = events_for(cl, [name])
     what = (f'DynamoGraphDeployment {name} ' + (f'not ready after {timeout_s:g}s' if state == 'timeout' else 'failed')
             + f' (last status: {msg})' + ('; events: ' + ' | '.join(evs) if evs else '; no events'))
     fix = (f'kubectl -n {cl.namespace} describe dgd {name}; kubectl -n {cl.namespace} logs -l {OP_GRAPH_LABEL}={name}'
-           + ('; a first start of a large checkpoint can take 40-120 min: raise ready_timeout_s' if state == 'timeout' else ''))
+           + ('; a first start of a large checkpoint can take 40-120 min: raise ready_timeout_s' if state == 'timeout'
+              else ''))
     raise DeploymentFailed(what, 'wait for DynamoGraphDeployment readiness', fix, events=evs, seconds=el, state=state)
 
 # %% ../../../nbs/05_targets/k8s/03_deploy.ipynb #2ef4df6d
@@ -110,7 +118,8 @@ def is_bench_job(m:dict) -> bool:
     lab = (m.get('metadata') or {}).get('labels') or {}
     if lab.get(f'{LABEL_PREFIX}/role') == 'benchmark' or f'{LABEL_PREFIX}/concurrency' in lab: return True
     cs = ((((m.get('spec') or {}).get('template') or {}).get('spec') or {}).get('containers') or [])
-    return any('/aiperf' in str(c.get('image', '')) or 'aiperf profile' in ' '.join(map(str, (c.get('command') or []) + (c.get('args') or [])))
+    return any('/aiperf' in str(c.get('image', ''))
+               or 'aiperf profile' in ' '.join(map(str, (c.get('command') or []) + (c.get('args') or [])))
                for c in cs)
 
 def reuse_pvc(cl:Cluster, pvc:dict) -> bool:
@@ -121,9 +130,12 @@ def reuse_pvc(cl:Cluster, pvc:dict) -> bool:
     want = (((pvc.get('spec') or {}).get('resources') or {}).get('requests') or {}).get('storage')
     have = (((cur.get('spec') or {}).get('resources') or {}).get('requests') or {}).get('storage')
     if want and have and parse_quantity(have) < parse_quantity(want):
-        raise WorkbenchError(f"PVC {pvc['metadata']['name']} in namespace {cl.namespace} requests {have}, the manifests need {want}",
-                             'reuse the model-cache PVC', f"expand it (kubectl -n {cl.namespace} patch pvc {pvc['metadata']['name']} -p "
-                             f"'{{\"spec\":{{\"resources\":{{\"requests\":{{\"storage\":\"{want}\"}}}}}}}}'), or use another namespace")
+        raise WorkbenchError(f"PVC {pvc['metadata']['name']} in namespace {cl.namespace} requests {have}, the "
+                             f"manifests need {want}",
+                             'reuse the model-cache PVC',
+                             f"expand it (kubectl -n {cl.namespace} patch pvc {pvc['metadata']['name']} -p "
+                             f"'{{\"spec\":{{\"resources\":{{\"requests\":{{\"storage\":\"{want}\"}}}}}}}}'), or use "
+                             "another namespace")
     return True
 
 def split_manifests(manifests:Iterable[dict]) -> tuple[list[dict], ...]:
@@ -163,16 +175,19 @@ class Deployment:
 
 def _now() -> str: return datetime.now(timezone.utc).isoformat(timespec='seconds')
 
-def deploy(cl:Cluster, manifests:list[dict], study:str|None=None, variant:str|None=None, *, hf_secret:str|None='hf-token-secret',
+def deploy(cl:Cluster, manifests:list[dict], study:str|None=None, variant:str|None=None, *,
+           hf_secret:str|None='hf-token-secret',
            download_timeout_s:float=4*3600, ready_timeout_s:float=3*3600, poll_s:float=15, dry_run:bool=False,
            check:bool=True, progress:bool=True) -> Deployment:
-    "Apply `manifests` (PVC/ConfigMaps, download Jobs, then the DGD) labelled for `study`/`variant` and wait for readiness."
+    """Apply `manifests` (PVC/ConfigMaps, download Jobs, then the DGD) labelled for `study`/`variant` and wait for
+    readiness."""
     full, shared = workbench_labels(study, variant), workbench_labels(study)
     pvcs, rest, jobs, dgds, _ = split_manifests(manifests)
     pvcs, jobs = [labelled(m, shared) for m in pvcs], [labelled(m, shared) for m in jobs]
     rest, dgds = [labelled(m, full) for m in rest], [labelled(m, full) for m in dgds]
     if len(dgds) != 1:
-        raise WorkbenchError(f'{len(dgds)} DynamoGraphDeployments in the manifests ({[ref(m) for m in manifests]})', 'deploy',
+        raise WorkbenchError(f'{len(dgds)} DynamoGraphDeployments in the manifests ({[ref(m) for m in manifests]})',
+                             'deploy',
                              'pass exactly one DGD per variant (plus its PVC and download Job)')
     if check:
         check_access(cl)
@@ -209,7 +224,8 @@ def _wait_record(cl, dep, kind, timeout_s, *, poll_s, restart_id, progress) -> R
 
 # %% ../../../nbs/05_targets/k8s/03_deploy.ipynb #52e1282b
 def restart_workers(cl:Cluster, name:str, method:str='restart') -> str:
-    "Restart DGD `name`'s workers ('restart': bump spec.restart.id; 'delete-pods'); returns the restart id or pod names."
+    """Restart DGD `name`'s workers ('restart': bump spec.restart.id; 'delete-pods'); returns the restart id or pod
+    names."""
     from kubernetes.client.exceptions import ApiException
     if method == 'restart':
         rid = f'wb-{datetime.now(timezone.utc):%Y%m%d%H%M%S}-{uuid.uuid4().hex[:6]}'
@@ -230,18 +246,22 @@ def restart_workers(cl:Cluster, name:str, method:str='restart') -> str:
         return ','.join(pods)
     raise WorkbenchError(f'method {method!r}', 'restart workers', "use 'restart' or 'delete-pods'")
 
-def restart_and_wait(dep:Deployment, method:str='restart', timeout_s:float=3600, poll_s:float=15, *, progress:bool=True) -> ReadyRecord:
+def restart_and_wait(dep:Deployment, method:str='restart', timeout_s:float=3600, poll_s:float=15, *,
+                     progress:bool=True) -> ReadyRecord:
     "Restart `dep`'s workers and wait for readiness; records a `warm_restart`."
     rid = restart_workers(dep.cluster, dep.dgd, method)
     if method == 'delete-pods': time.sleep(min(poll_s, 5))   # let the controllers notice the deletions
-    rec = _wait_record(dep.cluster, dep, 'warm_restart', timeout_s, poll_s=poll_s, restart_id=rid if method == 'restart' else None, progress=progress)
+    rec = _wait_record(dep.cluster, dep, 'warm_restart', timeout_s, poll_s=poll_s,
+                       restart_id=rid if method == 'restart' else None, progress=progress)
     dep.records.append(rec)
     return rec
 
 # %% ../../../nbs/05_targets/k8s/03_deploy.ipynb #33e5f9e5
-MANAGED_KINDS = [(DGD_API, DGD_KIND), ('batch/v1', 'Job'), ('v1', 'ConfigMap'), ('v1', 'Service'), ('v1', 'PersistentVolumeClaim')]
+MANAGED_KINDS = [(DGD_API, DGD_KIND), ('batch/v1', 'Job'), ('v1', 'ConfigMap'), ('v1', 'Service'),
+                 ('v1', 'PersistentVolumeClaim')]
 
-def managed_objects(cl:Cluster, study:str|None=None, variant:str|None=None, kinds=MANAGED_KINDS) -> list[tuple[str, str, str]]:
+def managed_objects(cl:Cluster, study:str|None=None, variant:str|None=None, kinds=MANAGED_KINDS) -> list[tuple[str,
+    str, str]]:
     "(apiVersion, kind, name) of every labelled workbench object in the namespace."
     sel = selector(workbench_labels(study, variant)); out = []
     for av, k in kinds:
@@ -252,7 +272,8 @@ def managed_objects(cl:Cluster, study:str|None=None, variant:str|None=None, kind
 
 def teardown(cl:Cluster, study:str|None=None, variant:str|None=None, *, keep:Iterable[str]=('PersistentVolumeClaim',),
              timeout_s:float=300, progress:bool=True) -> list[str]:
-    "Delete the workbench's labelled objects (except kinds in `keep`) and wait until gone; returns `Kind/name`s deleted."
+    """Delete the workbench's labelled objects (except kinds in `keep`) and wait until gone; returns `Kind/name`s
+    deleted."""
     from kubernetes.dynamic.exceptions import NotFoundError
     kinds = [(av, k) for av, k in MANAGED_KINDS if k not in set(keep)]
     objs = managed_objects(cl, study, variant, kinds)
@@ -260,7 +281,8 @@ def teardown(cl:Cluster, study:str|None=None, variant:str|None=None, *, keep:Ite
         try: cl.dynamic.delete(api_resource(cl, av, k), name=n, namespace=cl.namespace, propagation_policy='Background')
         except NotFoundError: pass
     left = lambda: managed_objects(cl, study, variant, kinds)
-    s, msg, _ = poll(lambda: ('done', '') if not (l := left()) else ('pending', f'{len(l)} left: ' + ', '.join(f'{k}/{n}' for _, k, n in l[:3])),
+    s, msg, _ = poll(lambda: ('done', '') if not (l := left())
+                     else ('pending', f'{len(l)} left: ' + ', '.join(f'{k}/{n}' for _, k, n in l[:3])),
                      timeout_s, 1, 'teardown', progress=progress)
     if s != 'done': raise WorkbenchError(f'objects still present after {timeout_s:g}s: {msg}', 'teardown',
                                          'check finalizers (kubectl get -o yaml) and the operator logs')

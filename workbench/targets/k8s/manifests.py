@@ -11,7 +11,8 @@ import yaml
 from ...base.core import WorkbenchError, fs_error
 from ...base.inputs import k8s_name_problem, check_slug
 from ...base.constants import LABEL_PREFIX, MANAGED_BY, DGD_API, DGD_KIND, crd_path
-from ...domain.recipes import Recipe, Worker, Frontend, Topology, Benchmark, load_traces
+from ...domain.recipes import Recipe, Worker, Frontend, Topology, Benchmark
+from ...domain.loading import load_traces
 from ...domain.variants import Variant, recipe_variant, baseline, variant
 from ..aiperf import AIPerfSpec, aiperf_job
 
@@ -59,10 +60,13 @@ def parallelism_flags(w:Worker) -> list[str]:
 def cache_flags(w:Worker) -> list[str]:
     "KV dtype, block size, prefix caching, batch limits, memory share, host offload connector."
     c, out = w.cache, []
-    for name, val in [('kv-cache-dtype', c.kv_cache_dtype), ('block-size', c.block_size), ('max-num-seqs', c.max_num_seqs),
-                      ('max-num-batched-tokens', c.max_num_batched_tokens), ('gpu-memory-utilization', c.gpu_memory_utilization)]:
+    for name, val in [('kv-cache-dtype', c.kv_cache_dtype), ('block-size', c.block_size),
+                      ('max-num-seqs', c.max_num_seqs),
+                      ('max-num-batched-tokens', c.max_num_batched_tokens), ('gpu-memory-utilization',
+                                                                             c.gpu_memory_utilization)]:
         if val is not None: out += _flag(name, val)
-    if c.prefix_caching is not None: out.append('--enable-prefix-caching' if c.prefix_caching else '--no-enable-prefix-caching')
+    if c.prefix_caching is not None: out.append('--enable-prefix-caching' if c.prefix_caching
+                                                else '--no-enable-prefix-caching')
     if c.host_offload_gb: out += ['--connector', 'kvbm']
     return out
 
@@ -71,8 +75,10 @@ def speculative_config(w:Worker, recipe:Recipe) -> dict|None:
     s = w.speculative
     if s.method == 'none': return None
     d = {'method': s.method, 'num_speculative_tokens': s.num_tokens}
-    if s.method == 'eagle3': d.update(model=recipe.model.draft.checkpoint, **({'revision': recipe.model.draft.revision} if recipe.model.draft.revision else {}))
-    if s.acceptance == 'synthetic': d.update(rejection_sample_method='synthetic', synthetic_acceptance_length=s.acceptance_length)
+    if s.method == 'eagle3': d.update(model=recipe.model.draft.checkpoint, **({'revision': recipe.model.draft.revision}
+                                                                              if recipe.model.draft.revision else {}))
+    if s.acceptance == 'synthetic': d.update(rejection_sample_method='synthetic',
+                                             synthetic_acceptance_length=s.acceptance_length)
     return d
 
 def speculative_flags(w:Worker, recipe:Recipe) -> list[str]:
@@ -81,7 +87,8 @@ def speculative_flags(w:Worker, recipe:Recipe) -> list[str]:
     if s.method == 'none': return []
     if s.flag_style == 'spec-flags':
         if s.acceptance == 'synthetic':
-            raise WorkbenchError(f'{w.name}: synthetic acceptance with --spec-method flags', 'render worker flags', 'use flag_style speculative-config')
+            raise WorkbenchError(f'{w.name}: synthetic acceptance with --spec-method flags', 'render worker flags',
+                                 'use flag_style speculative-config')
         return _flag('spec-method', s.method) + _flag('spec-tokens', s.num_tokens)
     return _flag('speculative-config', _j(speculative_config(w, recipe)))
 
@@ -90,10 +97,12 @@ def kernel_flags(w:Worker) -> list[str]:
     k, out = w.kernels, []
     if k.attention_backend: out += _flag('attention-backend', k.attention_backend)
     if k.flag_style == 'kernel-config':
-        cfg = {kk: v for kk, v in [('moe_backend', k.moe_backend), ('enable_flashinfer_autotune', k.flashinfer_autotune)] if v is not None}
+        cfg = {kk: v for kk, v in [('moe_backend', k.moe_backend), ('enable_flashinfer_autotune',
+                                                                    k.flashinfer_autotune)] if v is not None}
         return out + (_flag('kernel-config', _j(cfg)) if cfg else [])
     if k.moe_backend: out += _flag('moe-backend', k.moe_backend)
-    if k.flashinfer_autotune is not None: out.append('--enable-flashinfer-autotune' if k.flashinfer_autotune else '--no-enable-flashinfer-autotune')
+    if k.flashinfer_autotune is not None: out.append('--enable-flashinfer-autotune' if k.flashinfer_autotune
+                                                     else '--no-enable-flashinfer-autotune')
     return out
 
 def routing_flags(w:Worker) -> list[str]:
@@ -111,7 +120,8 @@ def frontend_argv(f:Frontend, spec:Topology) -> list[str]:
     "The frontend's command as shell words: router flags (when passed as flags) and the recipe's flags."
     r, out = f.routing, [f.command]
     if r.mode and r.mode_via == 'args': out += ['--router-mode', r.mode]
-    if r.kv_events is not None and r.kv_events_via == 'args': out.append('--router-kv-events' if r.kv_events else '--no-router-kv-events')
+    if r.kv_events is not None and r.kv_events_via == 'args': out.append('--router-kv-events' if r.kv_events
+            else '--no-router-kv-events')
     if r.block_size_flag:
         sizes = {w.cache.block_size for w in spec.workers}
         if len(sizes) != 1 or None in sizes:
@@ -136,7 +146,8 @@ def script(svc, argv:list[str]) -> str:
 # %% ../../../nbs/05_targets/k8s/00_manifests.ipynb #5e9e8169
 def _env_list(env:dict) -> list[dict]:
     "Kubernetes env list from {name: value or valueFrom dict}."
-    return [{'name': k, 'valueFrom': v} if isinstance(v, dict) else {'name': k, 'value': str(v)} for k, v in env.items()]
+    return [{'name': k, 'valueFrom': v} if isinstance(v, dict) else {'name': k, 'value': str(v)} for k,
+            v in env.items()]
 
 def _component(svc, ctype:str, image:str, recipe:Recipe, *, argv:list[str], env:dict, replicas:int) -> dict:
     "One DGD component with its pod template."
@@ -145,7 +156,8 @@ def _component(svc, ctype:str, image:str, recipe:Recipe, *, argv:list[str], env:
     if svc.resources: main['resources'] = copy.deepcopy(svc.resources)
     main.update(copy.deepcopy(svc.container))
     pod = {'containers': [main], **copy.deepcopy(svc.pod)}
-    if recipe.runtime.image_pull_secrets: pod['imagePullSecrets'] = [{'name': s} for s in recipe.runtime.image_pull_secrets]
+    if recipe.runtime.image_pull_secrets: pod['imagePullSecrets'] = [{'name': s}
+                                                                     for s in recipe.runtime.image_pull_secrets]
     c = {'name': svc.name, 'type': ctype, 'replicas': replicas, 'podTemplate': {'spec': pod}}
     if recipe.runtime.runtime_version_override: c['runtimeVersionOverride'] = recipe.runtime.runtime_version_override
     if svc.shared_memory: c['sharedMemorySize'] = svc.shared_memory
@@ -160,10 +172,12 @@ def _worker_env(w:Worker) -> dict:
 def render_dgd(v:Variant, study:str|None=None, namespace:str|None=None, name:str|None=None) -> dict:
     "The DynamoGraphDeployment for variant `v`."
     r, spec = v.recipe, v.spec
-    comps = [_component(spec.frontend, 'frontend', r.runtime.frontend_image or v.image, r, argv=frontend_argv(spec.frontend, spec),
+    comps = [_component(spec.frontend, 'frontend', r.runtime.frontend_image or v.image, r,
+                        argv=frontend_argv(spec.frontend, spec),
                         env=frontend_env(spec.frontend), replicas=spec.frontend.replicas)]
     ctype = {'agg': 'worker', 'prefill': 'prefill', 'decode': 'decode'}
-    comps += [_component(w, ctype[w.role], v.image, r, argv=worker_argv(w, r), env=_worker_env(w), replicas=w.parallelism.replicas) for w in spec.workers]
+    comps += [_component(w, ctype[w.role], v.image, r, argv=worker_argv(w, r), env=_worker_env(w),
+                         replicas=w.parallelism.replicas) for w in spec.workers]
     meta = {'name': name or spec.dgd_name, 'labels': labels(v, study),
             'annotations': {f'{LABEL_PREFIX}/variant-name': v.name, f'{LABEL_PREFIX}/recipe-version': r.recipe_version,
                             **({f'{LABEL_PREFIX}/override-reason': v.override} if v.override else {})}}
@@ -179,7 +193,8 @@ def _to_jsonschema(s):
     if isinstance(s, list): return [_to_jsonschema(x) for x in s]
     if not isinstance(s, dict): return s
     out = {k: _to_jsonschema(v) for k, v in s.items() if not k.startswith('x-kubernetes-') and k != 'nullable'}
-    if s.get('x-kubernetes-int-or-string') and 'type' not in s and 'anyOf' not in s: out['anyOf'] = [{'type': 'integer'}, {'type': 'string'}]
+    if s.get('x-kubernetes-int-or-string') and 'type' not in s and 'anyOf' not in s:
+        out['anyOf'] = [{'type': 'integer'}, {'type': 'string'}]
     if s.get('nullable') and 'type' in out: out['type'] = [out['type'], 'null']
     return out
 
@@ -193,7 +208,8 @@ def crd_schema(version:str='v1beta1', path:str|None=None) -> dict:
     return _to_jsonschema(vers[version]['schema']['openAPIV3Schema'])
 
 def _jsonschema():
-    "jsonschema, imported on first use without its optional rfc3987-syntax format module (a 3 s grammar build; DGD validation checks no formats)."
+    """jsonschema, imported on first use without its optional rfc3987-syntax format module (a 3 s grammar build; DGD
+    validation checks no formats)."""
     if 'jsonschema' not in sys.modules and 'rfc3987_syntax' not in sys.modules:
         sys.modules['rfc3987_syntax'] = None          # jsonschema imports it inside try/except ImportError
         try: import jsonschema
@@ -207,10 +223,12 @@ def dgd_errors(dgd:dict) -> list[str]:
     return [f"{'.'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in v.iter_errors(dgd)]
 
 def validate_dgd(dgd:dict) -> dict:
-    "Return `dgd`, or raise a WorkbenchError naming every invalid field (the CRD schema, and the DNS-1123 name the API server requires)."
+    """Return `dgd`, or raise a WorkbenchError naming every invalid field (the CRD schema, and the DNS-1123 name the API
+    server requires)."""
     name = (dgd.get('metadata') or {}).get('name')
     errs = [f'metadata.name: {name!r} {why}' for why in [k8s_name_problem(name, 'label')] if why] + dgd_errors(dgd)
-    if errs: raise WorkbenchError('; '.join(errs[:10]), f"validate DynamoGraphDeployment {name}", 'fix the named fields (CRD schema v1beta1)')
+    if errs: raise WorkbenchError('; '.join(errs[:10]), f"validate DynamoGraphDeployment {name}",
+                                  'fix the named fields (CRD schema v1beta1)')
     return dgd
 
 # %% ../../../nbs/05_targets/k8s/00_manifests.ipynb #ff41581a
@@ -232,12 +250,14 @@ def render_pvc(r:Recipe, study:str|None=None) -> dict:
     mc = r.model_cache
     spec = {'accessModes': [mc.access_mode], 'resources': {'requests': {'storage': mc.size}}}
     if mc.storage_class: spec['storageClassName'] = mc.storage_class
-    return {'apiVersion': 'v1', 'kind': 'PersistentVolumeClaim', 'metadata': {'name': mc.pvc_name, 'labels': labels(study=study, model=r.id)}, 'spec': spec}
+    return {'apiVersion': 'v1', 'kind': 'PersistentVolumeClaim',
+            'metadata': {'name': mc.pvc_name, 'labels': labels(study=study, model=r.id)}, 'spec': spec}
 
 def download_script(r:Recipe) -> str:
     "Shell script of the download Job: install the hub client, fetch checkpoint (and draft) at pinned revisions."
     def get(ckpt, rev): return f'hf download {shlex.quote(ckpt)}' + (f' --revision {rev}' if rev else '')
-    steps = [f'pip install --no-cache-dir huggingface_hub=={r.model_cache.huggingface_hub_version}', get(r.model.checkpoint, r.model.revision)]
+    steps = [f'pip install --no-cache-dir huggingface_hub=={r.model_cache.huggingface_hub_version}',
+             get(r.model.checkpoint, r.model.revision)]
     if r.model.draft: steps.append(get(r.model.draft.checkpoint, r.model.draft.revision))
     return 'set -e; ' + ' && '.join(steps)
 
@@ -248,43 +268,60 @@ def render_download_job(r:Recipe, study:str|None=None) -> dict:
          'env': _env_list(mc.download_env), 'envFrom': [{'secretRef': {'name': mc.hf_token_secret}}],
          'volumeMounts': [{'name': 'model-cache', 'mountPath': mc.mount_path}]}
     if mc.download_resources: c['resources'] = copy.deepcopy(mc.download_resources)
-    pod = {'restartPolicy': 'Never', 'containers': [c], 'volumes': [{'name': 'model-cache', 'persistentVolumeClaim': {'claimName': mc.pvc_name}}]}
-    return {'apiVersion': 'batch/v1', 'kind': 'Job', 'metadata': {'name': f'{r.id}-model-download', 'labels': labels(study=study, model=r.id)},
-            'spec': {'backoffLimit': 3, 'template': {'metadata': {'labels': labels(study=study, model=r.id)}, 'spec': pod}}}
+    pod = {'restartPolicy': 'Never', 'containers': [c],
+           'volumes': [{'name': 'model-cache', 'persistentVolumeClaim': {'claimName': mc.pvc_name}}]}
+    return {'apiVersion': 'batch/v1', 'kind': 'Job', 'metadata': {'name': f'{r.id}-model-download',
+                                                                  'labels': labels(study=study, model=r.id)},
+            'spec': {'backoffLimit': 3, 'template': {'metadata': {'labels': labels(study=study, model=r.id)},
+                                                     'spec': pod}}}
 
 # %% ../../../nbs/05_targets/k8s/00_manifests.ipynb #5f141c07
 def benchmark_spec(b:Benchmark, concurrency:int, trace_dir:str) -> AIPerfSpec:
-    "The AIPerf point of the recipe's benchmark `b` at `concurrency` (its trace file under `trace_dir`, else its ISL/OSL)."
+    """The AIPerf point of the recipe's benchmark `b` at `concurrency` (its trace file under `trace_dir`, else its
+    ISL/OSL)."""
     w = b.workload
-    data = ({'input_file': f"{trace_dir}/{Path(load_traces()[w.trace].file).name}"} if w.trace else {'isl': w.isl, 'osl': w.osl})
+    data = ({'input_file': f"{trace_dir}/{Path(load_traces()[w.trace].file).name}"} if w.trace else {'isl': w.isl,
+        'osl': w.osl})
     return AIPerfSpec(concurrency=concurrency, request_count=b.request_count, warmup_request_count=b.warmup_requests,
-                      random_seed=b.random_seed, endpoint_type=b.endpoint_type, streaming=b.streaming, extra_inputs=dict(b.extra_inputs),
+                      random_seed=b.random_seed, endpoint_type=b.endpoint_type, streaming=b.streaming,
+                      extra_inputs=dict(b.extra_inputs),
                       ui_type='simple', lean=False, **data)
 
-def render_aiperf_job(v:Variant, concurrency:int, *, study:str|None=None, benchmark:Benchmark|None=None, namespace:str|None=None) -> dict:
-    "The batch/v1 Job that benchmarks variant `v` at `concurrency` from inside the cluster (`workbench.targets.aiperf.aiperf_job`)."
-    r, b = v.recipe, benchmark or v.recipe.benchmarks.get(v.topology_name) or v.recipe.benchmarks[v.recipe.default_topology]
+def render_aiperf_job(v:Variant, concurrency:int, *, study:str|None=None, benchmark:Benchmark|None=None,
+                      namespace:str|None=None) -> dict:
+    """The batch/v1 Job that benchmarks variant `v` at `concurrency` from inside the cluster
+    (`workbench.targets.aiperf.aiperf_job`)."""
+    r, b = (v.recipe, benchmark or v.recipe.benchmarks.get(v.topology_name)
+            or v.recipe.benchmarks[v.recipe.default_topology])
     mc = r.model_cache
-    return aiperf_job(benchmark_spec(b, concurrency, f'{mc.mount_path}/traces'), name=f'{v.spec.dgd_name}-aiperf-c{concurrency}',
-                      url=f'http://{v.spec.dgd_name}-frontend:8000', model=r.model.served_name, artifact_dir=f'{mc.mount_path}/perf/{v.hash}/c{concurrency}',
-                      tokenizer=r.model.checkpoint, tokenizer_revision=r.model.revision, image=b.image, aiperf_version=b.aiperf_version,
-                      pvc=mc.pvc_name, mount=mc.mount_path, env=b.env, hf_secret=mc.hf_token_secret, labels=labels(v, study), namespace=namespace)
+    return aiperf_job(benchmark_spec(b, concurrency, f'{mc.mount_path}/traces'),
+                      name=f'{v.spec.dgd_name}-aiperf-c{concurrency}',
+                      url=f'http://{v.spec.dgd_name}-frontend:8000', model=r.model.served_name,
+                      artifact_dir=f'{mc.mount_path}/perf/{v.hash}/c{concurrency}',
+                      tokenizer=r.model.checkpoint, tokenizer_revision=r.model.revision, image=b.image,
+                      aiperf_version=b.aiperf_version,
+                      pvc=mc.pvc_name, mount=mc.mount_path, env=b.env, hf_secret=mc.hf_token_secret,
+                      labels=labels(v, study), namespace=namespace)
 
 # %% ../../../nbs/05_targets/k8s/00_manifests.ipynb #8f2413c9
 def _check_names(objs:list[dict]) -> list[dict]:
-    "`objs`, or a WorkbenchError naming an object whose name the API server would refuse (Jobs: a DNS label, for their pods' job-name label)."
+    """`objs`, or a WorkbenchError naming an object whose name the API server would refuse (Jobs: a DNS label, for their
+    pods' job-name label)."""
     for o in objs:
         name, kind = o['metadata']['name'], o['kind']
         if why := k8s_name_problem(name, 'label' if kind in ('Job', DGD_KIND) else 'subdomain'):
-            raise WorkbenchError(f'{kind} name {name!r} {why}', 'render manifests', 'shorten the DGD name or the recipe id in recipe.yaml')
+            raise WorkbenchError(f'{kind} name {name!r} {why}', 'render manifests',
+                                 'shorten the DGD name or the recipe id in recipe.yaml')
     return objs
 
 def render_all(v:Variant, study:str|None=None, concurrencies:list[int]|None=None) -> list[dict]:
     "PVC, download Job, validated DGD and one AIPerf Job per concurrency for variant `v`."
     if study is not None: check_slug(study, 'study id', 'render manifests')
     b = v.recipe.benchmarks.get(v.topology_name) or v.recipe.benchmarks[v.recipe.default_topology]
-    return _check_names([render_pvc(v.recipe, study), render_download_job(v.recipe, study), validate_dgd(render_dgd(v, study)),
-                         *[render_aiperf_job(v, c, study=study, benchmark=b) for c in (concurrencies or b.concurrency)]])
+    return _check_names([render_pvc(v.recipe, study), render_download_job(v.recipe, study),
+                         validate_dgd(render_dgd(v, study)),
+                         *[render_aiperf_job(v, c, study=study,
+                                             benchmark=b) for c in (concurrencies or b.concurrency)]])
 
 def to_yaml(objs:list[dict]) -> str:
     "Multi-document YAML of `objs` (libyaml's emitter when present: the same text as PyYAML's, five times faster)."

@@ -51,8 +51,10 @@ def mocker_args(engine_args:list[str], comp_type:str, speedup_ratio:float=1.0, e
     return out + ['--speedup-ratio', str(speedup_ratio), *extra]
 
 def _expand(arg:str, env:dict) -> str:
-    "Shell-style `${X}`/`$X` in `arg` replaced by `env[X]`, else by Kubernetes' `$(X)` (exec-form commands get no shell)."
-    return re.sub(r'\$\{(\w+)\}|\$(\w+)', lambda m: env.get(m.group(1) or m.group(2), f'$({m.group(1) or m.group(2)})'), arg)
+    """Shell-style `${X}`/`$X` in `arg` replaced by `env[X]`, else by Kubernetes' `$(X)` (exec-form commands get no
+    shell)."""
+    return re.sub(r'\$\{(\w+)\}|\$(\w+)', lambda m: env.get(m.group(1) or m.group(2),
+                                                            f'$({m.group(1) or m.group(2)})'), arg)
 
 def _literal_env(dgd:dict, container:dict) -> dict:
     "Literal env values visible to `container` (graph-level `spec.env`, then the container's own)."
@@ -92,10 +94,13 @@ def rehearsal_dgd(dgd:dict, speedup_ratio:float=1.0, image:str|None=None, cpu:st
         spec = comp.setdefault('podTemplate', {}).setdefault('spec', {})
         cs = spec.get('containers') or []
         main = next((c for c in cs if c.get('name') == 'main'), cs[0] if cs else None)
-        if main is None: raise WorkbenchError(f"component {comp.get('name')} has no container", 'build the rehearsal DGD', 'render the worker container')
+        if main is None: raise WorkbenchError(f"component {comp.get('name')} has no container",
+                                              'build the rehearsal DGD', 'render the worker container')
         eargs = _engine_args(main)
-        if eargs is None: raise WorkbenchError(f"component {comp.get('name')}: no {'/'.join(ENGINE_MODULES)} in its command",
-                                               'build the rehearsal DGD', 'rehearse only DGDs whose workers run a Dynamo engine')
+        if eargs is None: raise WorkbenchError(f"component {comp.get('name')}: no {'/'.join(ENGINE_MODULES)} in its "
+                                               "command",
+                                               'build the rehearsal DGD',
+                                               'rehearse only DGDs whose workers run a Dynamo engine')
         main['command'] = ['python3', '-m', 'dynamo.mocker']
         env = _literal_env(d, main)
         main['args'] = [_expand(a, env) for a in mocker_args(eargs, comp['type'], speedup_ratio, extra_mocker_args)]
@@ -103,8 +108,10 @@ def rehearsal_dgd(dgd:dict, speedup_ratio:float=1.0, image:str|None=None, cpu:st
         for c in cs:
             r = c.get('resources') or {}
             for part in ('requests', 'limits'):
-                if part in r: r[part] = {k: v for k, v in r[part].items() if '/' not in k and k not in ('cpu', 'memory')}
-            if c is main: r.setdefault('requests', {}).update(cpu=cpu, memory=memory); r.setdefault('limits', {}).update(memory=memory)
+                if part in r: r[part] = {k: v for k, v in r[part].items() if '/' not in k
+                                         and k not in ('cpu', 'memory')}
+            if c is main: r.setdefault('requests', {}).update(cpu=cpu, memory=memory); r.setdefault('limits',
+                {}).update(memory=memory)
             r = {k: v for k, v in r.items() if v}
             if r: c['resources'] = r
             else: c.pop('resources', None)
@@ -121,8 +128,9 @@ def rehearsal_manifests(manifests:list[dict], **kw) -> list[dict]:
         if m.get('kind') == 'Job':
             for c in m['spec']['template']['spec'].get('containers') or []:
                 for key in ('command', 'args'):
-                    c[key] = [re.sub(r'(hf download \S+)', r'\1 --include "*.json" "*.jinja" "*.txt" "*.model" "*.tiktoken"', w)
-                              if isinstance(w, str) else w for w in c.get(key) or []] or c.get(key)
+                    c[key] = [re.sub(r'(hf download \S+)',
+                                     r'\1 --include "*.json" "*.jinja" "*.txt" "*.model" "*.tiktoken"',
+                                     w) if isinstance(w, str) else w for w in c.get(key) or []] or c.get(key)
                     if c[key] is None: c.pop(key)
         out.append(m)
     return out

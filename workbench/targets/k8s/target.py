@@ -9,9 +9,11 @@ from dataclasses import dataclass, field, asdict
 from ...base.core import WorkbenchError
 from ..base import BaseTarget
 from ...base.progress import phase
-from .cluster import (Cluster, connect, check_access, apply, labelled, workbench_labels, ref, selector, retry_budget, events_for,
+from .cluster import (Cluster, connect, check_access, apply, labelled, workbench_labels, ref,
+                                           selector, retry_budget, events_for,
                                            without_secret, API_RETRY_S)
-from .deploy import deploy, teardown, split_manifests, restart_and_wait, Deployment, DeploymentFailed, dgd_pods
+from .deploy import (deploy, teardown, split_manifests, restart_and_wait, Deployment,
+                                          DeploymentFailed, dgd_pods)
 from .bench import smoke_test, run_benchmark, with_export_in_log, job_concurrency
 from .rehearsal import rehearsal_manifests, served_model
 
@@ -25,16 +27,20 @@ def _best(fn, default=None):
     except Exception: return default
 
 def failure_logs(cl:Cluster, manifests:list[dict], *, tail_lines:int=5000, budget_s:float=10) -> dict[str, str]:
-    "Events about the objects of `manifests` and the last `tail_lines` of their pods' container logs, by artifact name (best effort)."
+    """Events about the objects of `manifests` and the last `tail_lines` of their pods' container logs, by artifact name
+    (best effort)."""
     _, _, setup, dgds, bench = split_manifests(manifests)
     jobs, out = [j['metadata']['name'] for j in setup + bench], {}
     with retry_budget(cl, budget_s):
-        if ev := _best(lambda: events_for(cl, [d['metadata']['name'] for d in dgds] + jobs, limit=500), []): out['k8s-events.txt'] = '\n'.join(ev) + '\n'
+        if ev := _best(lambda: events_for(cl, [d['metadata']['name'] for d in dgds] + jobs, limit=500),
+                       []): out['k8s-events.txt'] = '\n'.join(ev) + '\n'
         pods = [p for d in dgds for p in _best(lambda d=d: dgd_pods(cl, d['metadata']['name']), [])]
-        pods += [p.to_dict() for j in jobs for p in _best(lambda j=j: cl.core.list_namespaced_pod(cl.namespace, label_selector=f'job-name={j}').items, [])]
+        pods += [p.to_dict() for j in jobs for p in _best(lambda j=j: cl.core.list_namespaced_pod(cl.namespace,
+            label_selector=f'job-name={j}').items, [])]
         for p in pods:
             for c in (p.get('spec') or {}).get('containers') or []:
-                log = _best(lambda: cl.core.read_namespaced_pod_log(p['metadata']['name'], cl.namespace, container=c['name'],
+                log = _best(lambda: cl.core.read_namespaced_pod_log(p['metadata']['name'], cl.namespace,
+                                                                    container=c['name'],
                                                                      tail_lines=tail_lines, _request_timeout=(5, 30)))
                 if log is not None: out[f"{p['metadata']['name']}-{c['name']}.log"] = log
     return out
@@ -57,21 +63,25 @@ class K8sTarget(BaseTarget):
     restart_method: str = 'restart'
     smoke: bool = True
     keep_dgd: bool = False           # leave the DGD up after run() (e.g. to inspect it)
-    api_retry_s: float = API_RETRY_S # transient API errors (an API-server restart) are retried this long before a point fails
+    # transient API errors (an API-server restart) are retried this long before a point fails
+    api_retry_s: float = API_RETRY_S
     progress: bool = True
     records: list = field(default_factory=list)
 
     def cluster(self) -> Cluster:
         "The connection (made on first use)."
-        if getattr(self, '_cl', None) is None: self._cl = connect(self.kubeconfig, self.context, self.namespace, retry_s=self.api_retry_s)
+        if getattr(self, '_cl', None) is None: self._cl = connect(self.kubeconfig, self.context, self.namespace,
+                                                                  retry_s=self.api_retry_s)
         return self._cl
 
     def validate(self, manifests:list[dict], variant_key:str|None=None) -> Deployment:
         "Server-side dry-run of `manifests` (bench Jobs included): nothing is created."
         ms = rehearsal_manifests(manifests) if self.rehearsal else manifests
-        dep = deploy(self.cluster(), ms, self.study, variant_key, hf_secret=self.hf_secret, dry_run=True, progress=False)
+        dep = deploy(self.cluster(), ms, self.study, variant_key, hf_secret=self.hf_secret, dry_run=True,
+                     progress=False)
         for j in split_manifests(ms)[4]:
-            apply(self.cluster(), labelled(with_export_in_log(j), workbench_labels(self.study, variant_key)), dry_run=True); dep.applied.append(ref(j))
+            apply(self.cluster(), labelled(with_export_in_log(j), workbench_labels(self.study, variant_key)),
+                  dry_run=True); dep.applied.append(ref(j))
         return dep
 
     name = 'k8s'
@@ -87,14 +97,19 @@ class K8sTarget(BaseTarget):
         with retry_budget(self.cluster(), 0): check_access(self.cluster())
 
     def teardown(self):
-        "At the study's end: delete every object it created (DGDs, benchmark and download Jobs; the model-cache PVC stays), waiting out an API outage of up to `API_RETRY_S`."
+        """At the study's end: delete every object it created (DGDs, benchmark and download Jobs; the model-cache PVC
+        stays), waiting out an API outage of up to `API_RETRY_S`."""
         if not self.study or getattr(self, '_cl', None) is None: return
         keep = ('PersistentVolumeClaim', 'DynamoGraphDeployment') if self.keep_dgd else ('PersistentVolumeClaim',)
         try:
-            with retry_budget(self._cl, max(self.api_retry_s, API_RETRY_S)): gone = teardown(self._cl, self.study, keep=keep, progress=False)   # wait out an outage
+            # wait out an outage
+            with retry_budget(self._cl, max(self.api_retry_s, API_RETRY_S)): gone = teardown(self._cl, self.study,
+                keep=keep, progress=False)
         except WorkbenchError as e:
-            print(f'could not remove what study {self.study} created ({e.what}); remove it with: kubectl -n {self._cl.namespace} delete '
-                  f'dynamographdeployments,jobs,configmaps,services -l {selector(workbench_labels(self.study))}', file=sys.stderr); return
+            print(f'could not remove what study {self.study} created ({e.what}); remove it with: kubectl -n '
+                  f'{self._cl.namespace} delete '
+                  f'dynamographdeployments,jobs,configmaps,services -l {selector(workbench_labels(self.study))}',
+                  file=sys.stderr); return
         if gone: print(f'removed what study {self.study} left in namespace {self._cl.namespace}: {", ".join(gone)}')
 
     def recover(self, study:str) -> list[str]:
@@ -105,24 +120,29 @@ class K8sTarget(BaseTarget):
         "One deployment of variant `v`, one in-cluster AIPerf Job per concurrency."
         from workbench.targets.k8s.manifests import render_all
         ms = render_all(v, self.study, list(concurrencies))
-        if self.hf_secret is None: ms = without_secret(ms, v.recipe.model_cache.hf_token_secret)   # no token: nothing may ask for it
+        # no token: nothing may ask for it
+        if self.hf_secret is None: ms = without_secret(ms, v.recipe.model_cache.hf_token_secret)
         if self.namespace:
             for m in ms: m['metadata']['namespace'] = self.namespace
-        return self.run_manifests(ms, v.hash, model=v.recipe.id, variant=v.name, variant_hash=v.hash, topology=v.topology_name,
+        return self.run_manifests(ms, v.hash, model=v.recipe.id, variant=v.name, variant_hash=v.hash,
+                                  topology=v.topology_name,
                                   target='k8s', engine=self.engine, total_gpus=v.total_gpus)
 
     def run_manifests(self, manifests:list[dict], variant_key:str, **fields) -> list:
-        "Deploy `manifests` labelled `variant_key` (the variant's hash), smoke-test, run each AIPerf Job, tear down; one BenchResult per Job."
+        """Deploy `manifests` labelled `variant_key` (the variant's hash), smoke-test, run each AIPerf Job, tear down;
+        one BenchResult per Job."""
         cl = self.cluster()
         ms = rehearsal_manifests(manifests) if self.rehearsal else manifests
         if self.rehearsal: fields = {**fields, 'engine': 'mocker'}
         dep, err, what = None, None, fields.get('variant', variant_key)
         try:
             phase(f'deploying {what} to namespace {cl.namespace}')
-            try: dep = deploy(cl, ms, self.study, variant_key, hf_secret=self.hf_secret, download_timeout_s=self.download_timeout_s,
+            try: dep = deploy(cl, ms, self.study, variant_key, hf_secret=self.hf_secret,
+                              download_timeout_s=self.download_timeout_s,
                               ready_timeout_s=self.ready_timeout_s, poll_s=self.poll_s, progress=self.progress)
             except DeploymentFailed as e:
-                self.records += [asdict(r) for r in getattr(e, 'deployment', Deployment(cl, self.study, variant_key)).records]
+                self.records += [asdict(r) for r in getattr(e, 'deployment',
+                                                            Deployment(cl, self.study, variant_key)).records]
                 raise
             self.records += dep.table()
             dgd = split_manifests(ms)[3][0]
@@ -130,9 +150,11 @@ class K8sTarget(BaseTarget):
             out = []
             for i, job in enumerate(split_manifests(ms)[4]):
                 if self.cold_cache and (i > 0 or dep.records[-1].kind != 'first_start'):
-                    self.records.append(asdict(restart_and_wait(dep, self.restart_method, self.ready_timeout_s, self.poll_s, progress=self.progress)))
+                    self.records.append(asdict(restart_and_wait(dep, self.restart_method, self.ready_timeout_s,
+                                                                self.poll_s, progress=self.progress)))
                 phase(f'benchmarking {what} at c{job_concurrency(job)} (AIPerf Job {job["metadata"]["name"]})')
-                out.append(run_benchmark(cl, job, self.study, variant_key, timeout_s=self.bench_timeout_s, poll_s=self.poll_s,
+                out.append(run_benchmark(cl, job, self.study, variant_key, timeout_s=self.bench_timeout_s,
+                                         poll_s=self.poll_s,
                                          progress=self.progress, **{'concurrency': job_concurrency(job), **fields}))
             return out
         except BaseException as e:
@@ -146,4 +168,5 @@ class K8sTarget(BaseTarget):
                 phase(f'tearing down {what}')
                 try: teardown(cl, self.study, variant_key, progress=self.progress)
                 except WorkbenchError:
-                    if err is None: raise          # else the point's own error is its cause; the study's teardown tries again
+                    # else the point's own error is its cause; the study's teardown tries again
+                    if err is None: raise

@@ -6,9 +6,11 @@
 from __future__ import annotations
 import pandas as pd
 from pydantic import BaseModel, Field
-from ...domain.recipes import EngineDrift, Worker, list_recipes, load_recipe
+from ...domain.recipes import EngineDrift, Worker
+from ...domain.loading import list_recipes, load_recipe
 from ...domain.variants import recipe_variant, baseline
-from .target import worker_flags, run_probe
+from .target import worker_flags
+from .engine import run_probe
 
 # %% auto #0
 __all__ = ['WorkerFlags', 'recipe_workers', 'judge', 'FlagReport', 'validate_flags', 'validate_recipes']
@@ -28,18 +30,21 @@ def _expect(w:Worker) -> dict:
     "What the parser must read from `w`'s flags: the recipe's own settings."
     p, c, s = w.parallelism, w.cache, w.speculative
     return {'tensor_parallel_size': p.tensor_parallel_size, 'data_parallel_size': p.data_parallel_size,
-            'enable_expert_parallel': p.expert_parallel, 'block_size': c.block_size, 'kv_cache_dtype': c.kv_cache_dtype or 'auto',
+            'enable_expert_parallel': p.expert_parallel, 'block_size': c.block_size,
+            'kv_cache_dtype': c.kv_cache_dtype or 'auto',
             'speculative': None if s.method == 'none' else (s.method, s.num_tokens),
             'disaggregation_mode': '' if w.role == 'agg' else w.role}
 
 def recipe_workers(models=None) -> list[WorkerFlags]:
-    "Every `dynamo.vllm` worker of every topology of `models` (default: all recipes), for the recipe variant and its baseline."
+    """Every `dynamo.vllm` worker of every topology of `models` (default: all recipes), for the recipe variant and its
+    baseline."""
     out = []
     for m in models or list_recipes():
         r = load_recipe(m)
         for t in r.topologies:
             for v in (recipe_variant(r, t), baseline(r, t)):
-                out += [WorkerFlags(model=r.id, variant=v.name, topology=t, worker=w.name, args=worker_flags(w, r, v.spec),
+                out += [WorkerFlags(model=r.id, variant=v.name, topology=t, worker=w.name,
+                                    args=worker_flags(w, r, v.spec),
                                     drift=r.runtime.engine_drift, expect=_expect(w)) for w in v.spec.workers]
     return out
 
@@ -50,27 +55,32 @@ def _declared(d:EngineDrift, p:dict) -> bool:
 
 def _applies(d:EngineDrift, args:list[str]) -> bool:
     "True when the argument list carries the flag (and value) drift `d` is about."
-    return any(a == d.flag or a.startswith(d.flag + '=') for a in args) and (d.value is None or any(d.value in a for a in args))
+    return any(a == d.flag or a.startswith(d.flag + '=') for a in args) and (d.value is None or any(d.value in a
+        for a in args))
 
 def _read_vs_expected(read:dict, expect:dict) -> list[str]:
     "Settings the parser read differently from the recipe."
     got = dict(read)
     spec = got.get('speculative')
     got['speculative'] = (spec.get('method'), spec.get('num_speculative_tokens')) if spec else None
-    got['disaggregation_mode'] = str(got.get('disaggregation_mode') or '').split('.')[-1].lower().replace('aggregated', '').replace('agg', '')
+    got['disaggregation_mode'] = str(got.get('disaggregation_mode')
+                                     or '').split('.')[-1].lower().replace('aggregated', '').replace('agg', '')
     out = []
     for k, want in expect.items():
         if want is None and k == 'block_size': continue                    # the recipe leaves it to the engine
-        if (tuple(got[k]) if isinstance(got.get(k), list) else got.get(k)) != want: out.append(f'{k}: parser read {got.get(k)!r}, recipe says {want!r}')
+        if (tuple(got[k]) if isinstance(got.get(k), list)
+            else got.get(k)) != want: out.append(f'{k}: parser read {got.get(k)!r}, recipe says {want!r}')
     return out
 
 def judge(w:WorkerFlags, verdict:dict) -> dict:
-    "One row: the worker, whether its flags pass, undeclared problems, declared drift seen, stale declarations, read-back mismatches."
+    """One row: the worker, whether its flags pass, undeclared problems, declared drift seen, stale declarations,
+    read-back mismatches."""
     probs = verdict['problems']
     undeclared = [f"{p['flag'] or '?'}{'=' + p['value'] if p['value'] else ''}: {p['message'][:300]}" for p in probs
                   if not any(_declared(d, p) for d in w.drift)]
     seen = [d.flag + (f'={d.value}' if d.value else '') for d in w.drift if any(_declared(d, p) for p in probs)]
-    stale = [d.flag + (f'={d.value}' if d.value else '') for d in w.drift if _applies(d, w.args) and not any(_declared(d, p) for p in probs)]
+    stale = [d.flag + (f'={d.value}' if d.value else '') for d in w.drift if _applies(d, w.args)
+             and not any(_declared(d, p) for p in probs)]
     mism = _read_vs_expected(verdict['read'], w.expect) if verdict['read'] else ['the parser read nothing']
     return {'model': w.model, 'variant': w.variant, 'topology': w.topology, 'worker': w.worker,
             'ok': not (undeclared or stale or mism), 'undeclared': undeclared, 'drift': seen, 'stale_drift': stale,
@@ -83,10 +93,12 @@ class FlagReport(BaseModel):
     rows: list[dict]
     @property
     def ok(self) -> bool: return bool(self.rows) and all(r['ok'] for r in self.rows)
-    def table(self) -> pd.DataFrame: return pd.DataFrame(self.rows)[['model', 'variant', 'topology', 'worker', 'ok', 'drift', 'undeclared', 'stale_drift', 'mismatch']]
+    def table(self) -> pd.DataFrame: return pd.DataFrame(self.rows)[['model', 'variant', 'topology', 'worker', 'ok',
+                                                                     'drift', 'undeclared', 'stale_drift', 'mismatch']]
     def failures(self) -> list[str]:
         "One line per failing worker."
-        return [f"{r['model']} {r['variant']} {r['worker']}: " + '; '.join(r['undeclared'] + [f'stale drift {s}' for s in r['stale_drift']] + r['mismatch'])
+        return [f"{r['model']} {r['variant']} {r['worker']}: " + '; '.join(r['undeclared'] + [f'stale drift {s}'
+                for s in r['stale_drift']] + r['mismatch'])
                 for r in self.rows if not r['ok']]
 
 def validate_flags(workers:list[WorkerFlags], timeout_s:float=600) -> FlagReport:

