@@ -36,3 +36,11 @@ def test_upward_import_is_found():
          'workbench.targets.sim': {'workbench.domain.results'}, 'workbench.loose': set()}
     up = ig.upward(g)
     assert len(up) == 2 and 'workbench.domain.results imports workbench.targets.sim' in up[0] and 'workbench.loose is in no folder' in up[1]
+
+def test_front_door():
+    "Outside sim/, a module imports the simulator through `workbench.sim` only; reaching into `workbench.sim.engine` is reported."
+    g = {'workbench.targets.sim': {'workbench.sim.engine', 'workbench.sim'}, 'workbench.sim': {'workbench.sim.engine'},
+         'workbench.sim.engine': set(), 'workbench.sim.recipe': {'workbench.sim.engine'}}
+    up = ig.upward(g)
+    assert up == ['workbench.targets.sim imports workbench.sim.engine: outside sim/, use its front door `workbench.sim`'], up
+    assert 'workbench.sim' in ig.graph() and ig.graph()['workbench.sim'] >= {'workbench.sim.engine', 'workbench.sim.recipe'}

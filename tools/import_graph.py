@@ -11,19 +11,23 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT/'workbench'
 
 FOLDERS = ['base', 'domain', 'sim', 'tracking', 'checks', 'targets', 'studies', 'search', 'evidence', 'cli']
+FRONT_DOORS = {'sim'}   # folders the rest of the package may use only through their `__init__`
 
 def folder_of(mod:str) -> str:
     "The top folder of workbench module `mod` (`workbench.targets.k8s.deploy` -> `targets`; `workbench.cli` -> `cli`)."
-    return mod.split('.')[1]
+    return mod.split('.')[1] if mod.count('.') else ''
 
 def upward(g:dict[str, set[str]]) -> list[str]:
     "Every import from a folder to a folder after it in `FOLDERS` (a module outside every folder is reported too)."
     out = []
     for m in sorted(g):
+        if m == 'workbench': continue
         if folder_of(m) not in FOLDERS: out.append(f'{m} is in no folder of {FOLDERS}'); continue
         for d in sorted(g[m]):
             if folder_of(d) not in FOLDERS or FOLDERS.index(folder_of(d)) > FOLDERS.index(folder_of(m)):
                 out.append(f'{m} imports {d}: {folder_of(m)}/ may import only {", ".join(FOLDERS[:FOLDERS.index(folder_of(m)) + 1])}')
+            elif folder_of(d) in FRONT_DOORS and folder_of(d) != folder_of(m) and d != f'workbench.{folder_of(d)}':
+                out.append(f'{m} imports {d}: outside {folder_of(d)}/, use its front door `workbench.{folder_of(d)}`')
     return out
 
 def module_name(path:Path) -> str:
@@ -40,14 +44,15 @@ def _resolve(mod:str, node:ast.ImportFrom, is_pkg:bool) -> str:
     return '.'.join(base + ([node.module] if node.module else []))
 
 def imports_of(path:Path, modules:set[str], packages:set[str]=frozenset({'workbench'})) -> set[str]:
-    "The workbench modules that the file at `path` imports anywhere (module level or inside functions); packages (`__init__`) left out."
+    """The workbench modules that the file at `path` imports anywhere (module level or inside functions): a name imported
+    from a package is an edge to the submodule it names, else to the package (its `__init__`, a front door)."""
     mod, is_pkg = module_name(path), path.name == '__init__.py'
     out = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import): names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = _resolve(mod, node, is_pkg)
-            names = [f'{base}.{a.name}' for a in node.names] + [base]
+            names = [f'{base}.{a.name}' if f'{base}.{a.name}' in modules else base for a in node.names]
         else: continue
         for n in names:
             while n and n not in modules: n = n.rpartition('.')[0]   # `from .targets import sim` -> workbench.targets.sim
@@ -55,11 +60,10 @@ def imports_of(path:Path, modules:set[str], packages:set[str]=frozenset({'workbe
     return out
 
 def graph() -> dict[str, set[str]]:
-    "Module -> the workbench modules it imports (the package's own `__init__` files left out: they import nothing)."
+    "Module -> the workbench modules it imports (a package's `__init__` is the package: a front door, or empty)."
     files = [p for p in sorted(PKG.rglob('*.py')) if p.name != '_modidx.py']
     modules = {module_name(p) for p in files}
-    packages = {module_name(p) for p in files if p.name == '__init__.py'}
-    return {module_name(p): imports_of(p, modules, packages) for p in files if p.name != '__init__.py'}
+    return {module_name(p): imports_of(p, modules) for p in files}
 
 def cycles(g:dict[str, set[str]]) -> list[list[str]]:
     "Every strongly connected group of more than one module, or a module importing itself (Tarjan)."

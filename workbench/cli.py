@@ -292,11 +292,10 @@ def cmd_ui(a):
 def cmd_validate(a):
     """Validate the simulator against the published points and effects (or show the shipped validation), and print the
     tables."""
-    from workbench.sim import validation as val
-    from workbench.sim.tables import (bands_table, coverage_table, effects_table, held_out_table, physics_table,
-                                      trust_table)
+    from workbench.sim import validate
+    from workbench.sim import bands_table, coverage_table, effects_table, held_out_table, physics_table, trust_table
     from workbench.studies import report
-    from workbench.sim.recipe import shipped_validation, validation_path
+    from workbench.sim import shipped_validation, validation_path
     import pandas as pd
     if bad := [m for m in a.models or [] if m not in list_recipes()]:
         raise WorkbenchError(f'unknown model(s) {short(bad, 100)}', 'validate the simulator',
@@ -307,7 +306,7 @@ def cmd_validate(a):
         doc = shipped_validation()
         if not doc: raise WorkbenchError(f'{validation_path()} does not exist', 'show the validation',
                                          'run workbench validate --write')
-    else: doc = val.validate(a.models or None, write=a.write, noise=not a.no_noise, workers=a.workers)
+    else: doc = validate(a.models or None, write=a.write, noise=not a.no_noise, workers=a.workers)
     with pd.option_context('display.width', 220, 'display.max_colwidth', 70, 'display.max_rows', 200):
         for title, t in [('Step physics (shared by every model) and per-model factors', physics_table(doc)),
                          ('Held-out observations (each predicted by a joint fit without it)',

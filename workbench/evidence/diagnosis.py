@@ -14,9 +14,9 @@ from ..domain.loading import load_traces
 from ..domain.variants import recipe_variant
 from ..tracking.runs import provenance_of, log_batch, log_texts
 from ..studies.charts import save_chart
-from ..sim.engine import simulate
-from ..sim.readout import replay_signals
-from ..sim.recipe import variant_setup
+from ..sim import simulate
+from ..sim import replay_signals
+from ..sim import variant_setup
 from ..domain.metrics import COL_TTFT, ISL, ITL, TTFT
 
 # %% auto #0

@@ -12,13 +12,12 @@ from ..base.core import WorkbenchError, content_hash, load_altair, runs_dir
 from ..domain.loading import load_recipe
 from ..domain.variants import Variant
 from ..domain.results import BenchResult, MIN_STABLE_REQUESTS, not_b200, quantity, too_few_requests
-from ..sim.physics import Pricing
-from ..sim.calibration import calibrate
-from ..sim.recipe import (CAL_SEED, model_pricing, ledger_calibration, shipped_validation, sim_versions,
-                                  variant_setup)
-from ..sim.engine import SimSetup, SimWorkload, simulate
-from ..sim.trust import unmodelled
-from ..sim.validation import bands
+from ..sim import Pricing
+from ..sim import calibrate
+from ..sim import CAL_SEED, model_pricing, ledger_calibration, shipped_validation, sim_versions, variant_setup
+from ..sim import SimSetup, SimWorkload, simulate
+from ..sim import unmodelled
+from ..sim import bands
 from ..tracking import runs as tracking
 from ..tracking.query import study_runs
 from ..studies import reproduce, report

@@ -202,9 +202,9 @@ def stand_in_runs(model:str, out, *, prefill_x:float=1.6, decode_x:float=1.3, po
     from workbench.targets.local import LocalGraph, LocalTarget, run_points
     from workbench.targets.sim import SimTarget
     from workbench.targets.modelfolder import local_model
-    from workbench.sim.physics import Factors
+    from workbench.sim import Factors
     from workbench.targets.aiperf import AIPerfSpec
-    from workbench.sim.recipe import sim_versions
+    from workbench.sim import sim_versions
     rec, out, made = load_recipe(model), Path(out), []
     spec, p = AIPerfSpec(isl=isl, osl=osl,
                          request_timeout_s=600), SimTarget(progress=False).pricing(recipe_variant(rec))[0]

@@ -12,8 +12,8 @@ from ..base.core import WorkbenchError, content_hash, runs_dir, unique_tmp
 from ..domain.results import SLA
 from ..domain.variants import recipe_variant
 from ..tracking.runs import log_batch, log_section
-from ..sim.engine import ROUTERS, SimWorkload, engine_args, simulate
-from ..sim.recipe import variant_setup
+from ..sim import ROUTERS, SimWorkload, engine_args, simulate
+from ..sim import variant_setup
 from ..targets.sim import SimTarget
 from ..domain.metrics import COL_TTFT, REQUEST_THROUGHPUT
 

@@ -11,11 +11,11 @@ import pandas as pd
 from ..base.core import WorkbenchError, runs_dir, unique_tmp
 from ..domain.loading import load_recipe
 from ..domain.results import quantity
-from ..sim.physics import Factors, Pricing, StepPhysics
-from ..sim.calibration import FitPoint, Observation, calibrate, DEFAULT_REFIT
-from ..sim.recipe import evaluate, model_pricing, shipped_validation, sim_versions
-from ..sim.trust import unmodelled
-from ..sim.validation import bands
+from ..sim import Factors, Pricing, StepPhysics
+from ..sim import FitPoint, Observation, calibrate, DEFAULT_REFIT
+from ..sim import evaluate, model_pricing, shipped_validation, sim_versions
+from ..sim import unmodelled
+from ..sim import bands
 from ..tracking import runs as tracking
 from ..studies import report
 from . import measured

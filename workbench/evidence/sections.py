@@ -14,10 +14,10 @@ from ..domain.loading import load_traces
 from ..domain.variants import recipe_variant
 from ..tracking.runs import log_batch, log_texts, log_files, log_section
 from ..studies.charts import save_chart
-from ..sim import timing
-from ..sim.engine import SimWorkload, engine_args, host_blocks, simulate
-from ..sim.readout import replay_signals
-from ..sim.recipe import variant_setup
+from ..sim import kv_bytes_per_token
+from ..sim import SimWorkload, engine_args, host_blocks, simulate
+from ..sim import replay_signals
+from ..sim import variant_setup
 from ..targets.sim import SimTarget
 from ..domain.metrics import COL_GPU_TPS, COL_TTFT, ITL, TTFT
 from .diagnosis import (_md, diagnose, diagnosis_record, log_diagnosis, overlap_chart, overlap_table,
@@ -42,7 +42,7 @@ def offload_study(setup, concurrency:int, oversubscription=(0.5, 2.0, 8.0), host
         notes.append('speculative decoding off in every row: the replay engine host offload does not support MTP/EAGLE '
                      '(aic_nextn) yet')
     cap = engine_args(setup, w, pricing)['engine']['num_gpu_blocks']*w.block_size
-    kvb = timing.kv_bytes_per_token(setup.standin(), w.kv_dtype)
+    kvb = kv_bytes_per_token(setup.standin(), w.kv_dtype)
     shared = max(w.block_size, int(wl.prefix_ratio*wl.isl_mean)) if wl.prefix_ratio else 0
     if not shared: raise WorkbenchError('the workload shares no prefix'
                                         + (' (a conversation stream dials no working set)' if wl.sessions else ''),

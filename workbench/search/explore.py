@@ -15,7 +15,7 @@ from ..domain.results import BenchResult, SLA, sla_verdict
 from ..domain.variants import Variant, recipe_variant, baseline, variant
 from ..domain.sla import SLAMax, search_sla_max, sla_margin
 from ..targets.sim import SimTarget
-from ..sim.trust import unmodelled
+from ..sim import unmodelled
 from ..studies import report
 from ..domain.metrics import COL_GPU_TPS, COL_TTFT, COL_USER_TPS, OUTPUT_TPS, TTFT
 from .space import Config, GRID_MAX, Space, USD_PER_GPU_HOUR, config_of, config_variant, search_space

@@ -215,7 +215,7 @@ def load_winner(path) -> Variant:
 def live_prediction(out:SearchOutcome, v:Variant, concurrency:int, *, requests:int, osl:int|None) -> BenchResult:
     """The sim's prediction of `v` at `concurrency` on the workload the local target runs: fixed ISL/OSL, same prefix
     settings and request count."""
-    from workbench.sim.engine import simulate
+    from workbench.sim import simulate
     t = out.evaluator.target
     st, _ = t.setup(v)
     wl = st.workload

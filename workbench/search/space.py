@@ -11,7 +11,7 @@ from ..base.core import WorkbenchError
 from ..domain.recipes import Recipe, FrontendRouting
 from ..domain.loading import load_recipe
 from ..domain.variants import Variant, recipe_variant, baseline, variant
-from ..sim.trust import MODELLED, unmodelled
+from ..sim import MODELLED, unmodelled
 from ..studies.study import KV_EVENTS
 
 # %% auto #0

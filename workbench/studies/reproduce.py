@@ -54,7 +54,7 @@ def versions(target:str) -> dict:
     format)."""
     out = lineage.package_versions()
     if target == 'sim':
-        from workbench.sim.recipe import sim_versions
+        from workbench.sim import sim_versions
         out['simulator'] = sim_versions()
     return out
 
@@ -174,7 +174,7 @@ def workload_record(v:Variant, target:str, r:BenchResult, *, request_count:int|N
 def acceptance_record(v:Variant) -> dict:
     """Speculative decoding per worker (method, draft tokens, acceptance length and source, per-position rates) and the
     SLA."""
-    from workbench.sim.recipe import accept_rates_of
+    from workbench.sim import accept_rates_of
     out = {}
     for w in v.spec.workers:
         s = w.speculative
@@ -267,10 +267,10 @@ def point_bundle(v:Variant, r:BenchResult, target, *, request_count:int|None=Non
 def _rerun_sim(b:dict, v:Variant) -> BenchResult:
     """The simulated point of bundle `b`, from its stored setup and prices (a bundle from before the step physics: its
     factors alone)."""
-    from workbench.sim.engine import SimSetup
-    from workbench.sim.physics import Pricing, Factors
+    from workbench.sim import SimSetup
+    from workbench.sim import Pricing, Factors
     from workbench.targets.sim import SimTarget, cached_point
-    from workbench.sim.engine import TELEMETRY_MS
+    from workbench.sim import TELEMETRY_MS
     h = b['run']
     # not modelled: no number, as before
     if not h.get('setup'): return SimTarget(progress=False).point(v, b['concurrency'])
@@ -285,7 +285,7 @@ def _rerun_local(b:dict, v:Variant) -> BenchResult:
     from workbench.targets.local import LocalGraph, LocalTarget, run_points
     from workbench.targets.workers import WorkerSpec
     from workbench.targets.modelfolder import local_model
-    from workbench.sim.physics import Pricing, Factors
+    from workbench.sim import Pricing, Factors
     h = b['run']
     ws = [WorkerSpec(**w) for w in h['workers']]
     # another machine: rebuild the profiles with the same prices
@@ -306,7 +306,7 @@ def rerun(b:dict, target:str|None=None, options:dict|None=None) -> tuple[BenchRe
     tname, kind = target or b['target'], b['run'].get('kind')
     v, notes = variant_of(b['variant'])
     if tname == b['target'] and kind == 'sim' and not options:
-        from workbench.sim.recipe import sim_versions
+        from workbench.sim import sim_versions
         if b['versions'].get('simulator') != sim_versions(): notes.append(f"simulator {b['versions'].get('simulator')} "
                                                                           f"-> {sim_versions()}")
         return _rerun_sim(b, v), notes
@@ -351,7 +351,7 @@ def noise(old:BenchResult, new:BenchResult, metric:str, *, loads:tuple=(None, No
 def compare(old:BenchResult, new:BenchResult, *, exact:bool=False, loads:tuple=(None, None)) -> pd.DataFrame:
     """Old against new per compared statistic: values, relative change, tolerance ('exact' or a share; hosts at `loads`)
     and whether it holds."""
-    from workbench.sim.trust import combine
+    from workbench.sim import combine
     rows = []
     for metric, stat, label in COMPARED:
         a, b = _stat(old, metric, stat), _stat(new, metric, stat)

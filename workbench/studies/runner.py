@@ -150,7 +150,7 @@ def _plan_notes(model:str, params:dict, plan:list) -> tuple[str, ...]:
             else '')]
     n = params.get('request_count')
     if isinstance(n, int) and not isinstance(n, bool) and too_few_requests(n):
-        from workbench.sim.recipe import shipped_validation
+        from workbench.sim import shipped_validation
         cv = shipped_validation().get('noise', {}).get(OUTPUT_TPS)
         out.append(f'request_count={n}: fewer than {MIN_STABLE_REQUESTS} requests per point give unstable figures'
                    + (f' (seed noise about \u00b1{cv*(1805/n)**0.5:.0%} tok/s/GPU at {n}, \u00b1{cv:.1%} at the recipe '

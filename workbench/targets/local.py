@@ -386,8 +386,8 @@ class LocalTarget(BaseTarget):
 
     def plan(self, variant, pricing=None) -> tuple[list[WorkerSpec], str, AIPerfSpec, list[str]]:
         "Worker groups, router mode, AIPerf spec and notes for `variant` (mocker step times priced with `pricing`)."
-        from workbench.sim.recipe import variant_setup
-        from workbench.sim.engine import engine_args
+        from workbench.sim import variant_setup
+        from workbench.sim import engine_args
         st, notes = variant_setup(variant)
         ws = []
         for w in st.workers:
@@ -441,7 +441,7 @@ class LocalTarget(BaseTarget):
     def _not_modelled(self, variant, concurrencies) -> list[BenchResult]|None:
         """No numbers for a change the mocker cannot show: it runs the simulator's timing, so what the simulator does
         not model it does not either."""
-        from workbench.sim.trust import unmodelled
+        from workbench.sim import unmodelled
         if not (why := unmodelled(variant)): return None
         return [BenchResult(model=variant.recipe.id, variant=variant.name, variant_hash=variant.hash,
                             topology=variant.topology_name, target=self.name,
@@ -454,7 +454,7 @@ class LocalTarget(BaseTarget):
     def _band(variant, requests:int, pricing) -> tuple[dict, str]:
         "The simulator's band for a mocker point (its workers run the simulator's timing) at `requests`, and its basis."
         if pricing is None: return {}, 'uncalibrated mocker timing: no band'
-        from workbench.sim.trust import band_of
+        from workbench.sim import band_of
         band, basis = band_of(variant, requests)
         band = {k: v for k, v in band.items() if k not in ('delta', 'repeat')}
         return band, (f"the simulator's band (mocker workers run its timing): {basis}" if band else basis)

@@ -9,11 +9,11 @@ from ..base.core import WorkbenchError, content_hash, runs_dir, unique_tmp
 from ..domain.results import BenchResult, SLA
 from ..domain.sla import SLAMax, search_sla_max
 from .base import BaseTarget
-from ..sim.physics import Pricing
-from ..sim.engine import SimSetup, simulate, TELEMETRY_MS
-from ..sim.calibration import Calibration, calibrate, points_from_results, DEFAULT_REFIT
-from ..sim.recipe import evaluate, model_pricing, shipped_validation, sim_versions, variant_setup
-from ..sim.trust import band_of, partly_modelled, unmodelled
+from ..sim import Pricing
+from ..sim import SimSetup, simulate, TELEMETRY_MS
+from ..sim import Calibration, calibrate, points_from_results, DEFAULT_REFIT
+from ..sim import evaluate, model_pricing, shipped_validation, sim_versions, variant_setup
+from ..sim import band_of, partly_modelled, unmodelled
 
 # %% auto #0
 __all__ = ['POINT_FORMAT', 'cached_point', 'SimTarget', 'refit']
@@ -118,7 +118,7 @@ class SimTarget(BaseTarget):
 def refit(measured:list[BenchResult], setup_of, *, physics=None, observe=DEFAULT_REFIT, store:bool=False,
           **kw) -> Calibration:
     "Refit one model's factors on measured (or published) results, the step physics held (default: the shipped one)."
-    from workbench.sim.physics import StepPhysics
+    from workbench.sim import StepPhysics
     if not measured: raise WorkbenchError('no results', 'refit calibration', 'pass at least one measured BenchResult')
     models = {r.model for r in measured}
     if len(models) > 1: raise WorkbenchError(f'results of several models {sorted(models)}', 'refit calibration',

@@ -337,7 +337,7 @@ class VllmTarget(LocalTarget):
 
     def engine_plan(self, variant) -> tuple[list[WorkerSpec], dict, str, AIPerfSpec, list[str], LocalModel]:
         "Worker groups (flags adapted), their VLLM_* env, router mode, a CPU-sized AIPerf spec, notes, and the model."
-        from workbench.sim.recipe import variant_setup
+        from workbench.sim import variant_setup
         rec, topo = variant.recipe, variant.spec
         if self.device == 'cpu' and topo.kind != 'agg':
             raise WorkbenchError(f'{rec.id} {variant.name} is disaggregated', 'run on the vLLM CPU engine',
