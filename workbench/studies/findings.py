@@ -7,11 +7,11 @@ from __future__ import annotations
 import math
 import pandas as pd
 from ..domain.results import band_words, is_finding
-from ..domain.metrics import COL_GPU_TPS, COL_TTFT, COL_USER_TPS
+from ..domain.metrics import COL_GPU_TPS, COL_TTFT, COL_USER_TPS, label
 
 
 # %% auto #0
-__all__ = ['FINDING_COLUMNS', 'LABELS', 'findings_table', 'reproduction_table', 'contradicted_orders', 'findings_lines',
+__all__ = ['FINDING_COLUMNS', 'findings_table', 'reproduction_table', 'contradicted_orders', 'findings_lines',
            'reproduction_lines']
 
 # %% ../../nbs/06_studies/01_findings.ipynb #8f2eac5c
@@ -70,8 +70,6 @@ def contradicted_orders(pvr:pd.DataFrame, metric:str=COL_GPU_TPS) -> list[str]:
     return out
 
 # %% ../../nbs/06_studies/01_findings.ipynb #eabfa41a
-LABELS = {COL_GPU_TPS: 'tok/s/GPU', COL_USER_TPS: 'tok/s/user', COL_TTFT: 'TTFT p50 ms'}
-
 def findings_lines(findings:pd.DataFrame, compared:int) -> list[str]:
     """The Findings block: one line per finding (change, band, what it rests on), or why there is none; `compared`:
     variants with a change and a band."""
@@ -93,7 +91,7 @@ def reproduction_lines(rep:pd.DataFrame, orders:list[str]) -> list[str]:
     judged = int(rep.verdict.isin(['outside its band', 'within its band']).sum()) if len(rep) else 0
     out = [f'Reproduction: {judged - len(bad)} of {judged} published figure(s) within the reproduced number\u2019s band'
            + (f', {len(orders)} published order(s) contradicted' if orders else ', no published order contradicted')]
-    out += [f'  MISS {_name(r)} {LABELS.get(r.metric, r.metric)}: published {r.published:g}, reproduced '
+    out += [f'  MISS {_name(r)} {label(r.metric)}: published {r.published:g}, reproduced '
             f'{r.reproduced:.4g} '
             f'({r.ratio:.2f}x), outside its band {band_words(r.band)}' for r in bad.itertuples()]
     out += [f'  CONTRADICTS {o}' for o in orders]
