@@ -331,16 +331,16 @@ def read_runs(model:str, paths, spec:ImportSpec|None=None) -> list[tuple[BenchRe
 # %% ../../nbs/08_evidence/00_measured.ipynb #6f6c0ad3
 def _log(s, recipe:Recipe, r:BenchResult, v:Variant, *, src:dict) -> tuple[str, bool]:
     "Log one imported point under import run `s` (unless logged before); returns its run id and whether it is new."
-    key = tracking.point_key(model=recipe.id, variant_hash=v.hash, target=r.target, concurrency=r.concurrency,
-                             sha256=src['sha256'], row=src.get('row'))
-    if (old := tracking.find_point(recipe.id, key, tracking_uri=s.uri)) is not None: return old.info.run_id, False
+    point = tracking.PointId(model=recipe.id, variant_hash=v.hash, target=r.target, concurrency=r.concurrency,
+                             scope=f"import {src['sha256']}" + (f" row {src['row']}" if 'row' in src else ''))
+    if (old := tracking.find_point(recipe.id, point.key, tracking_uri=s.uri)) is not None: return old.info.run_id, False
     group = v.group or v.base
     folder = Path(src['path']) if 'row' not in src else None
     exports = [f for f in ([folder/EXPORT, folder/'aiperf_command.json'] if folder else [Path(src['path'])])
                if f.is_file()]
     params = {**layout.point_params(v, r.concurrency, group=group, changes=v.changes), 'import.path': src['path'],
               'import.sha256': src['sha256']}
-    rid = tracking.log_point(s, r, recipe.sla, settings=v.settings(), group=group, key=key,
+    rid = tracking.log_point(s, r, recipe.sla, settings=v.settings(), group=group, point=point,
                              recipe_version=recipe.recipe_version, image=src['image'],
                              label=layout.label(group, v.changes, v.name), params=params, exports=exports,
                              bundle=reproduce.point_bundle(v, r, r.target, study=s.study,

@@ -47,15 +47,13 @@ def log_points(s:tracking.StudyRun, out:SearchOutcome) -> int:
     labels = dict(zip(out.points.key, out.points.label))
     for (key, c), r in ev.points.items():
         v = ev.variants[key]
-        pk = tracking.point_key(model=out.model, variant_hash=v.hash, group=v.group or 'recipe', target='sim',
-                                concurrency=c,
-                                request_count=out.requests, seed=out.seed, study=s.study)
-        tracking.log_point(s, r, out.sla, settings=v.settings(), group=v.group or 'recipe', key=pk,
-                           recipe_version=v.recipe.recipe_version,
-                           image=v.image, label=labels[key],
-                           params=layout.point_params(v, c, group=v.group or 'recipe', changes=_changes(out, key),
-                                                                                        request_count=out.requests,
-                                                                                                seed=out.seed))
+        pid = tracking.PointId(model=out.model, variant_hash=v.hash, target=ev.target.name, concurrency=c,
+                               fingerprint=ev.target.fingerprint(v), request_count=out.requests, seed=out.seed,
+                               scope=s.study)
+        params = layout.point_params(v, c, group=v.group or 'recipe', changes=_changes(out, key),
+                                     request_count=out.requests, seed=out.seed)
+        tracking.log_point(s, r, out.sla, settings=v.settings(), group=v.group or 'recipe', point=pid,
+                           recipe_version=v.recipe.recipe_version, image=v.image, label=labels[key], params=params)
         n += 1
     return n
 

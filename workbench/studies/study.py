@@ -26,7 +26,7 @@ from ..tracking.lock import study_lock
 from ..domain.metrics import COL_GPU_TPS, OUTPUT_TPS, TTFT
 
 # %% auto #0
-__all__ = ['KV_EVENTS', 'RUN_CONTROL', 'generic_candidates', 'candidates', 'Planned', 'plan_study', 'point_key', 'StudyOutcome',
+__all__ = ['KV_EVENTS', 'RUN_CONTROL', 'generic_candidates', 'candidates', 'Planned', 'plan_study', 'point_id', 'StudyOutcome',
            'StudyArgs', 'study_id', 'study_params', 'CheckedStudy', 'check_study', 'run_study', 'resume_note']
 
 # %% ../../nbs/06_studies/02_study.ipynb #23a86e20
@@ -92,11 +92,11 @@ def plan_study(recipe:Recipe|str, topology:str|None=None, groups=None, overrides
     return plan
 
 # %% ../../nbs/06_studies/02_study.ipynb #2872a476
-def point_key(v:Variant, target:Target, concurrency:int, *, request_count:int|None, seed:int, study:str='') -> str:
-    """Content hash of everything that determines one point's result, within one study (so each study lists all its
-    points)."""
-    return tracking.point_key(model=v.recipe.id, variant_hash=v.hash, target=target.name, fp=target.fingerprint(v),
-                              concurrency=concurrency, request_count=request_count, seed=seed, study=study)
+def point_id(v:Variant, target:Target, concurrency:int, *, request_count:int|None, seed:int,
+             study:str='') -> tracking.PointId:
+    "The identity of one point of a study (scoped to the study, so each study lists all its points)."
+    return tracking.PointId(model=v.recipe.id, variant_hash=v.hash, target=target.name, concurrency=concurrency,
+                            fingerprint=target.fingerprint(v), request_count=request_count, seed=seed, scope=study)
 
 def _failed_point(s, v:Variant, key:str, c:int, *, group:str, target:Target, err:str, logs:dict,
                   e:BaseException|None=None,
@@ -331,7 +331,8 @@ def _run_variant(s, a:StudyArgs, p:Planned, concs, *, out:StudyOutcome, prog=Non
     v, target, uri = p.variant, a.target, a.tracking_uri
     lab = layout.label(p.group, p.changes, v.name)
     out.meta[v.hash] = {'group': p.group, 'topology': v.topology_name, 'base': v.base, 'label': lab}
-    keys = {c: point_key(v, target, c, request_count=a.request_count, seed=a.seed, study=s.study) for c in concs}
+    ids = {c: point_id(v, target, c, request_count=a.request_count, seed=a.seed, study=s.study) for c in concs}
+    keys = {c: i.key for c, i in ids.items()}
     missing, reused, tell, stored = [], [], _teller(prog, lab), {} if stored is None else stored
     for c, k in keys.items():
         run = tracking.find_point(v.recipe.id, k, tracking_uri=uri)
@@ -355,7 +356,7 @@ def _run_variant(s, a:StudyArgs, p:Planned, concs, *, out:StudyOutcome, prog=Non
         try:
             tracking.log_point(s, r, v.recipe.sla,
                                settings={**v.settings(), **({'override.reason': v.override} if v.override else {})},
-                               group=p.group, key=keys[r.concurrency], recipe_version=v.recipe.recipe_version,
+                               group=p.group, point=ids[r.concurrency], recipe_version=v.recipe.recipe_version,
                                image=v.image,
                                check=verdict.status, manifests=manifests,
                                exports=[x for x in [r.extra.get('export')] if x and Path(x).exists()],
@@ -408,10 +409,10 @@ def _sla_best(s, a:StudyArgs, p:Planned, out:StudyOutcome, *, check:str|None=Non
             'repeat_band': (r.extra.get('repeat_band') or {}).get(OUTPUT_TPS) if r else None,
             'point_concurrency': r.concurrency if r else None}
     if r is not None and not any(x.variant_hash == v.hash and x.concurrency == r.concurrency for x in out.results):
-        key = point_key(v, a.target, r.concurrency, request_count=a.request_count, seed=a.seed, study=s.study)
+        pid = point_id(v, a.target, r.concurrency, request_count=a.request_count, seed=a.seed, study=s.study)
         n, seed, mf = a.request_count, a.seed, (manifests or {}).get('manifests.yaml')
         try:
-            tracking.log_point(s, r, v.recipe.sla, settings=v.settings(), group=p.group, key=key,
+            tracking.log_point(s, r, v.recipe.sla, settings=v.settings(), group=p.group, point=pid,
                                recipe_version=v.recipe.recipe_version,
                                image=v.image, check=check or 'not run', manifests=manifests or {}, label=lab,
                                params=layout.point_params(v, r.concurrency, group=p.group, changes=p.changes,
@@ -447,8 +448,8 @@ def _reuse_sla_best(s, a:StudyArgs, v, out:StudyOutcome, *, best:dict):
     out.sla_best[v.hash] = best
     c = best.get('point_concurrency')
     if c is None or any(x.variant_hash == v.hash and x.concurrency == c for x in out.results): return
-    run = tracking.find_point(v.recipe.id, point_key(v, a.target, c, request_count=a.request_count, seed=a.seed,
-                                                     study=s.study), tracking_uri=a.tracking_uri)
+    pid = point_id(v, a.target, c, request_count=a.request_count, seed=a.seed, study=s.study)
+    run = tracking.find_point(v.recipe.id, pid.key, tracking_uri=a.tracking_uri)
     if run is None: return
     r = tracking.point_result(run, tracking_uri=a.tracking_uri)
     out.results.append(r.model_copy(update={'extra': {**r.extra, 'sla_max_point': True}})); out.sla_reused += 1

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import json, os, re, shutil, socket, sqlite3, subprocess, sys, tempfile, time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 import pandas as pd
@@ -25,7 +25,7 @@ from .lineage import package_versions, source_tags
 # %% auto #0
 __all__ = ['SLA_MAX_ARTIFACT', 'flatten', 'log_batch', 'owner_tags', 'StudyRun', 'quoted', 'find_study', 'set_study_view',
            'failure_text', 'study_run', 'log_files', 'log_texts', 'artifact_names', 'log_notebook', 'log_calibration',
-           'log_section', 'point_key', 'provenance_of', 'PointRun', 'point_run', 'log_point', 'find_point', 'download',
+           'log_section', 'PointId', 'provenance_of', 'PointRun', 'point_run', 'log_point', 'find_point', 'download',
            'point_result', 'log_sla_maxima', 'sla_maxima', 'mark_stale_runs', 'failed_point']
 
 # %% ../../nbs/03_tracking/01_runs.ipynb #70ecd5df
@@ -258,9 +258,26 @@ def log_section(c, run_id:str, section:str, df:pd.DataFrame, *, keys:list[str], 
     return len(ms)
 
 # %% ../../nbs/03_tracking/01_runs.ipynb #0374dbb6
-def point_key(**parts) -> str:
-    "Content hash of everything that determines a point's result."
-    return content_hash(parts, n=16)
+@dataclass(frozen=True)
+class PointId:
+    """What determines one point's result: the one identity under which every point (studied, searched, imported)
+    is kept and found again. `key` is its content hash."""
+    model: str
+    variant_hash: str
+    target: str
+    concurrency: int
+    fingerprint: dict|None = None       # the target's options, versions and prices (`Target.fingerprint`)
+    request_count: int|None = None      # the benchmark's request count (None: the target's default)
+    seed: int|None = None
+    scope: str = ''                     # the study the point belongs to, or the measured file it was read from
+
+    @classmethod
+    def of(cls, r:BenchResult, **kw) -> PointId:
+        "The identity of result `r` (its model, variant, target and concurrency), with the other fields `kw`."
+        return cls(model=r.model, variant_hash=r.variant_hash, target=r.target, concurrency=r.concurrency, **kw)
+
+    @property
+    def key(self) -> str: return content_hash(asdict(self), n=16)
 
 def _run_tags(study:StudyRun, *, key, variant, concurrency, group, variant_hash, target, recipe_version, image,
               check) -> dict:
@@ -350,12 +367,13 @@ def point_run(study:StudyRun, *, key:str, variant:str, concurrency:int, settings
     retry(c.set_terminated, rid, status='FINISHED' if p.logged else 'FAILED')
 
 # %% ../../nbs/03_tracking/01_runs.ipynb #df829af9
-def log_point(study:StudyRun, r:BenchResult, sla:SLA, *, settings:dict, group:str, key:str|None=None,
+def log_point(study:StudyRun, r:BenchResult, sla:SLA, *, settings:dict, group:str, point:PointId|None=None,
               recipe_version:str='', image:str='', check:str='not run', manifests:dict[str, str]|None=None,
               exports=(), charts=(), label:str|None=None, params:dict|None=None, dataset=None, start_time:int|None=None,
               bundle:dict|None=None, extra_tags:dict|None=None) -> str:
-    "Log `r` as a FINISHED child run of `study` (keywords as `point_run`); returns its run id."
-    key = key or point_key(model=r.model, variant_hash=r.variant_hash, target=r.target, concurrency=r.concurrency)
+    """Log `r` as a FINISHED child run of `study` under `point` (default: `PointId.of(r)`; other keywords as
+    `point_run`); returns its run id."""
+    key = (point or PointId.of(r)).key
     with point_run(study, key=key, variant=r.variant, concurrency=r.concurrency, settings=settings, group=group,
                    variant_hash=r.variant_hash, target=r.target, recipe_version=recipe_version, image=image,
                    check=check,
