@@ -371,6 +371,7 @@ def test_apiserver_restart_under_k8s_study(private_apiserver, tmp_path, monkeypa
     from workbench.base.constants import EXPORT_BEGIN, EXPORT_END
     from workbench.targets.k8s.manifests import render_all
     from workbench.studies.study import run_study, plan_study
+    from workbench.domain.loading import load_recipe
     from workbench.targets.k8s.target import K8sTarget
     from workbench.targets.k8s.cluster import connect, referenced_secrets, K8S_RETRIES
     from workbench.targets.k8s.deploy import managed_objects
@@ -379,7 +380,7 @@ def test_apiserver_restart_under_k8s_study(private_apiserver, tmp_path, monkeypa
     kc = str(private_apiserver/'kubeconfig'); ns = f'wb-faults-{uuid.uuid4().hex[:6]}'
     admin = connect(kc, namespace='default'); admin.core.create_namespace(k.V1Namespace(metadata=k.V1ObjectMeta(name=ns)))
     cl = connect(kc, namespace=ns)
-    for s in referenced_secrets(render_all(recipe_variant('motif-3'), 'x')):
+    for s in referenced_secrets(render_all(recipe_variant(load_recipe('motif-3')), 'x')):
         cl.core.create_namespaced_secret(ns, k.V1Secret(metadata=k.V1ObjectMeta(name=s), string_data={'HF_TOKEN': 'test-token'}))
     export = {'aiperf_version': '0.13.0', 'request_count': {'unit': 'requests', 'avg': 10},     # test input, not a measurement
               'output_token_throughput': {'unit': 'tokens/sec', 'avg': 100.0}, 'time_to_first_token': {'unit': 'ms', 'avg': 50.0, 'p50': 50.0}}
@@ -402,7 +403,7 @@ def test_apiserver_restart_under_k8s_study(private_apiserver, tmp_path, monkeypa
     outages = []
     uri = f'sqlite:///{db}'
     opts = dict(kubeconfig=kc, namespace=ns, smoke=False, poll_s=0.3, progress=False, ready_timeout_s=600, bench_timeout_s=600, download_timeout_s=600)
-    n = sum(1 for p in plan_study('motif-3', groups=['kernels']) if p.variant)
+    n = sum(1 for p in plan_study(load_recipe('motif-3'), groups=['kernels']) if p.variant)
     try:
         # 1. a short restart: retried, nothing fails
         before = K8S_RETRIES['transient']; t = when_deployed(2)

@@ -95,9 +95,10 @@ def test_sigkill_mid_sweep_then_resume(runs, capsys):
     "Completed points are kept exactly once, the interrupted ones re-run, nothing stays RUNNING, stale runs say why."
     from workbench.tracking import runs as tracking
     from workbench.studies.study import run_study, plan_study
+    from workbench.domain.loading import load_recipe
     db = runs/'mlflow.db'; uri = tracking.fresh_store(db)
     a = dict(model='motif-3', groups=['parallelism', 'speculative'], concurrencies=[1, 4], request_count=30, uri=uri, study='crash')
-    n_points = sum(1 for p in plan_study('motif-3', groups=a['groups']) if p.variant)*len(a['concurrencies'])
+    n_points = sum(1 for p in plan_study(load_recipe('motif-3'), groups=a['groups']) if p.variant)*len(a['concurrencies'])
     with started([sys.executable, '-c', RUNNER, json.dumps(a)], env=env_with()) as p:
         wait_for(lambda: len(grid(store_rows(db), a['concurrencies'], 'FINISHED')) >= 3, 240, 'three points finished', p)
         os.killpg(p.pid, signal.SIGKILL); p.wait()
@@ -136,10 +137,11 @@ def test_four_concurrent_studies_lose_no_run(runs):
     "Four processes run studies into the same sqlite store at the same moment; every point arrives once and finishes."
     from workbench.tracking import runs as tracking
     from workbench.studies.study import plan_study
+    from workbench.domain.loading import load_recipe
     db = runs/'mlflow.db'; uri = f'sqlite:///{db}'   # not created yet: the four race to create store and experiment
     tracking.template_db()
     groups, concs = ['speculative'], [1, 2]
-    n = sum(1 for p in plan_study('motif-3', groups=groups) if p.variant)*len(concs)
+    n = sum(1 for p in plan_study(load_recipe('motif-3'), groups=groups) if p.variant)*len(concs)
     args = [dict(model='motif-3', groups=groups, concurrencies=concs, request_count=30, seed=100+i, uri=uri, study=f'batch-{i}') for i in range(4)]
     procs = [subprocess.Popen([sys.executable, '-c', RUNNER, json.dumps(x)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               start_new_session=True, env=env_with()) for x in args]
@@ -280,7 +282,8 @@ def test_failing_target_records_failed_points(runs):
             return [BenchResult(model=v.recipe.id, variant=v.name, variant_hash=v.hash, topology=v.topology_name, target='sim', engine='replay',
                                 concurrency=c, total_gpus=v.total_gpus, metrics={'output_token_throughput': Metric(avg=100.0*c)}) for c in concs]
     from workbench.studies.study import plan_study
-    nf = 2*sum(1 for p in plan_study('motif-3', groups=['speculative']) if p.variant and p.group == 'speculative')
+    from workbench.domain.loading import load_recipe
+    nf = 2*sum(1 for p in plan_study(load_recipe('motif-3'), groups=['speculative']) if p.variant and p.group == 'speculative')
     uri = tracking.fresh_store(runs/'mlflow.db'); t = Crashy()
     o = run_study('motif-3', target=t, groups=['speculative'], concurrencies=[1, 2], tracking_uri=uri, progress=False)
     assert o.ran == 6 and len(o.failed) == nf and all('exited with -9' in r for _, _, r in o.failed), o.failed

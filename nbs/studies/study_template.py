@@ -211,8 +211,10 @@ else: print('skipped: ops_sections is False')
 
 # %%
 if search:
+    from workbench.search.space import SearchBudget, SearchSpec
     from workbench.search.run import run_search, frontier_chart
-    found = run_search(model, budget_s=search_budget_s, requests=request_count, seed=seed, tracking_uri=tracking_uri or None)
+    found = run_search(SearchSpec(recipe, requests=request_count, seed=seed), SearchBudget(search_budget_s),
+                       tracking_uri=tracking_uri or None)
     display(frontier_chart(found.outcome))
     print(found.summary)
 else: print('skipped: search is False')

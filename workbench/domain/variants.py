@@ -147,9 +147,8 @@ def _topology(recipe:Recipe, topology:str|None) -> tuple[str, Topology]:
                              f'use one of {sorted(recipe.topologies)}')
     return name, recipe.topologies[name]
 
-def recipe_variant(recipe:Recipe|str, topology:str|None=None) -> Variant:
+def recipe_variant(recipe:Recipe, topology:str|None=None) -> Variant:
     "The recipe exactly as published, on `topology`."
-    recipe = load_recipe(recipe) if isinstance(recipe, str) else recipe
     name, spec = _topology(recipe, topology)
     return Variant(recipe=recipe, topology_name=name, spec=spec,
                    name='recipe' if name == recipe.default_topology else f'recipe@{name}')
@@ -174,9 +173,8 @@ def _apply(spec:Topology, group:str, changes:dict, roles=None, *, op:str='derive
         msg = '; '.join(f"{_fmt_loc(x['loc'])} = {short(x.get('input'), 80)}: {x['msg']}" for x in e.errors()[:6])
         raise WorkbenchError(msg, op, 'give a value of the right type and range') from None
 
-def baseline(recipe:Recipe|str, topology:str|None=None) -> Variant:
+def baseline(recipe:Recipe, topology:str|None=None) -> Variant:
     "The articles' baseline on `topology`: the recipe's baseline changes applied to every service."
-    recipe = load_recipe(recipe) if isinstance(recipe, str) else recipe
     name, spec = _topology(recipe, topology)
     for group, ch in recipe.baseline.changes.items(): spec = _apply(spec, group, ch, op=f'derive {recipe.id} baseline')
     check_spec(spec, recipe)

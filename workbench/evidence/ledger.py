@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 from ..base.core import WorkbenchError, content_hash, load_altair, runs_dir
 from ..domain.loading import load_recipe
+from ..domain.recipes import Recipe
 from ..domain.variants import Variant
 from ..domain.results import BenchResult, MIN_STABLE_REQUESTS, not_b200, quantity, too_few_requests
 from ..sim import Pricing
@@ -28,7 +29,7 @@ from ..tracking import lineage
 # %% auto #0
 __all__ = ['LEDGER_METRICS', 'LABELS', 'rms_band', 'sim_setup', 'LedgerPoint', 'ledger_points', 'point_sources', 'versions_of',
            'ledger', 'ledger_table', 'ledger_brief', 'error_summary', 'ledger_chart', 'band_rows', 'ledger_bands',
-           'current_version', 'record', 'drift', 'held_out_rows', 'show']
+           'current_version', 'record', 'drift', 'ledger_held_out', 'show']
 
 # %% ../../nbs/08_evidence/01_ledger.ipynb #163b0a2c
 LEDGER_METRICS = (GPU_TPS, TTFT_P50, ITL_P50, USER_TPS_P50)
@@ -83,9 +84,9 @@ def _variant_of_run(rec, run_id:str, r:BenchResult, uri) -> tuple[Variant|None, 
     except WorkbenchError: return None, b
     return (v if v.hash == r.variant_hash else None), b
 
-def _scan(model:str, include_mocker:bool, uri) -> tuple[list[LedgerPoint], list[str]]:
-    "The ledger's points of `model`, and a line for each measured point left out because it is not a B200's."
-    rec, runs = load_recipe(model), study_runs(model, tracking_uri=uri)
+def _scan(rec:Recipe, include_mocker:bool, uri) -> tuple[list[LedgerPoint], list[str]]:
+    "The ledger's points of recipe `rec`, and a line for each measured point left out because it is not a B200's."
+    runs = study_runs(rec.id, tracking_uri=uri)
     eng = runs.get('tags.workbench.engine', pd.Series('', index=runs.index))
     prov = runs.provenance.fillna('').astype(str)
     keep = runs[prov.str.startswith('measured') | (include_mocker & (eng == 'mocker') & (runs.target != 'sim'))]
@@ -110,7 +111,7 @@ def _scan(model:str, include_mocker:bool, uri) -> tuple[list[LedgerPoint], list[
 def ledger_points(model:str, *, include_mocker:bool=False, tracking_uri:str|None=None) -> list[LedgerPoint]:
     """The measured points of `model` (with `include_mocker`, the live mocker points too), each with its variant and
     simulator setup; never a non-B200 one."""
-    return _scan(model, include_mocker, tracking_uri)[0]
+    return _scan(load_recipe(model), include_mocker, tracking_uri)[0]
 
 def _counts(n:list[int]) -> str:
     "Request counts of some points, as said in a line ('8-16 requests'); a count of 0 is not recorded (a CSV import)."
@@ -134,11 +135,11 @@ def point_sources(points:list[LedgerPoint]) -> list[str]:
     return out
 
 # %% ../../nbs/08_evidence/01_ledger.ipynb #9ddeba86
-def versions_of(model:str) -> dict[str, Pricing]:
-    "The calibration versions of `model`: the published one, and the ledger's refit when there is one."
-    base, _ = model_pricing(load_recipe(model), ledger=False)
+def versions_of(rec:Recipe) -> dict[str, Pricing]:
+    "The calibration versions of recipe `rec`: the published one, and the ledger's refit when there is one."
+    base, _ = model_pricing(rec, ledger=False)
     out = {f'published:{content_hash(base.model_dump(), 6)}': base}
-    if led := ledger_calibration(model): out[f"ledger:{led['id'][:6]}"] = model_pricing(load_recipe(model))[0]
+    if led := ledger_calibration(rec.id): out[f"ledger:{led['id'][:6]}"] = model_pricing(rec)[0]
     return out
 
 def _rows(p:LedgerPoint, version:str, pricing:Pricing) -> list[dict]:
@@ -166,14 +167,15 @@ def ledger(model:str, *, include_mocker:bool=False, calibrations:dict[str, Prici
            tracking_uri:str|None=None,
            points:list[LedgerPoint]|None=None) -> pd.DataFrame:
     "Predicted against measured for every measured point of `model`, per metric and calibration version (long format)."
-    points, left = _scan(model, include_mocker, tracking_uri) if points is None else (points, [])
+    rec = load_recipe(model)                                            # resolved once, here
+    points, left = _scan(rec, include_mocker, tracking_uri) if points is None else (points, [])
     if not points: raise WorkbenchError(f'no measured point of {model} in {tracking.client(tracking_uri).tracking_uri}'
                                         + (f' (left out, not B200: {"; ".join(left)})' if left else ''),
                                         'build the ledger',
                                         f'import measured runs first: workbench import {model} <AIPerf artifact '
                                         'folders>' + ('' if include_mocker
                                                       else ' (live mocker points count only with --include-mocker)'))
-    cals = calibrations or versions_of(model)
+    cals = calibrations or versions_of(rec)
     df = pd.DataFrame([row for p in points for name, f in cals.items() for row in _rows(p, name, f)])
     df.attrs['left_out'], df.attrs['sources'] = left, point_sources(points)
     return df
@@ -324,7 +326,7 @@ def drift(df:pd.DataFrame, *, threshold:float=0.10) -> list[str]:
     return out
 
 # %% ../../nbs/08_evidence/01_ledger.ipynb #1634f331
-def held_out_rows(df:pd.DataFrame, model:str) -> list[dict]:
+def ledger_held_out(df:pd.DataFrame, model:str) -> list[dict]:
     """The ledger's held-out errors for the version predictions use: a refit's leave-one-out errors, else the published
     calibration's ledger errors."""
     cur, led = current_version(df), ledger_calibration(model)
@@ -338,7 +340,7 @@ def show(model:str, *, include_mocker:bool=False, chart=None, tracking_uri:str|N
     and all recorded in MLflow."""
     from workbench.studies.charts import save_chart
     df = ledger(model, include_mocker=include_mocker, tracking_uri=tracking_uri)
-    cur, bt = current_version(df), ledger_bands(held_out_rows(df, model))
+    cur, bt = current_version(df), ledger_bands(ledger_held_out(df, model))
     png, svg = save_chart(ledger_chart(df), Path(chart).with_suffix('') if chart else runs_dir()/'ledger'/model
                           /'ledger')
     (brief, notes), csv = ledger_brief(df), png.with_suffix('.csv')

@@ -322,9 +322,8 @@ def find_runs(paths) -> list[Path]:
                                    'layout')
     return list(dict.fromkeys(out))
 
-def read_runs(model:str, paths, spec:ImportSpec|None=None) -> list[tuple[BenchResult, Variant, dict]]:
-    "Every measured run under `paths` as (result, variant, source), read and mapped (nothing logged)."
-    recipe = load_recipe(model)
+def read_runs(recipe:Recipe, paths, spec:ImportSpec|None=None) -> list[tuple[BenchResult, Variant, dict]]:
+    "Every measured run of `recipe` under `paths` as (result, variant, source), read and mapped (nothing logged)."
     return [x for p in find_runs(paths)
             for x in (csv_points(recipe, p, spec) if p.is_file() else [measured_point(recipe, p, spec)])]
 
@@ -352,8 +351,8 @@ def _log(s, recipe:Recipe, r:BenchResult, v:Variant, *, src:dict) -> tuple[str, 
 def import_runs(model:str, paths, spec:ImportSpec|None=None, *, tracking_uri:str|None=None) -> pd.DataFrame:
     """Import the measured runs under `paths` into `model`'s MLflow experiment; one row per point (run id, variant,
     numbers, new or not)."""
-    items = read_runs(model, paths, spec)
-    recipe = load_recipe(model)
+    recipe = load_recipe(model)                                         # resolved once, here
+    items = read_runs(recipe, paths, spec)
     study = f'{model}-import-{content_hash(sorted(src["sha256"] + str(src.get("row", "")) for _, _, src in items), 8)}'
     rows = []
     with tracking.study_run(model, study, params={'source': 'import', 'files': sorted({src['path'] for _, _,

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from ..base.core import WorkbenchError, content_hash, runs_dir, unique_tmp
 from ..domain.results import SLA
+from ..domain.loading import load_recipe
 from ..domain.variants import recipe_variant
 from ..tracking.runs import log_batch, log_section
 from ..sim import ROUTERS, SimWorkload, engine_args, simulate
@@ -248,7 +249,7 @@ def planner_section(model:str, *, requests:int=120, peak:float=2.5, max_replicas
                     progress:bool=False) -> pd.DataFrame:
     """Autoscaling on the sim for `model`'s recipe: fixed pools vs Dynamo's Planner vs the SLA policy on a load ramp;
     logged when a client is given."""
-    v = recipe_variant(model); sla = v.recipe.sla
+    v = recipe_variant(load_recipe(model)); sla = v.recipe.sla
     st, _ = variant_setup(v, requests=requests)
     if st.disaggregated: raise WorkbenchError(f'{model} default topology {v.topology_name} is disaggregated',
                                               'planner section',

@@ -23,10 +23,10 @@ from ..tracking import lineage
 from .ledger import LedgerPoint, _held, _pct, _scan, rms_band, versions_of
 
 # %% auto #0
-__all__ = ['fit_points', 'loo_errors', 'summarize', 'Refit', 'refit']
+__all__ = ['ledger_fit_points', 'loo_errors', 'summarize', 'Refit', 'refit']
 
 # %% ../../nbs/08_evidence/01a_refit.ipynb #ede3da6a
-def fit_points(points:list[LedgerPoint]) -> list[FitPoint]:
+def ledger_fit_points(points:list[LedgerPoint]) -> list[FitPoint]:
     "The ledger's measured points as fit points (modelled variants only): setup, concurrency, the refit observations."
     out = []
     for p in points:
@@ -124,13 +124,14 @@ def refit(model:str, *, include_mocker:bool=False, prior_sd:float=1.0, out=None,
           points:list[LedgerPoint]|None=None, record_run:bool=True) -> Refit:
     """Refit `model`'s factors from its ledger (the step physics held); report the leave-one-out error before and after;
     store and record it."""
-    points, left = _scan(model, include_mocker, tracking_uri) if points is None else (points, [])
-    fps = fit_points(points)
+    rec = load_recipe(model)                                            # resolved once, here
+    points, left = _scan(rec, include_mocker, tracking_uri) if points is None else (points, [])
+    fps = ledger_fit_points(points)
     if len(fps) < 2: raise WorkbenchError(f'{len(fps)} modelled measured point(s) of {model}'
                                           + (f' ({len(left)} left out, not B200)' if left else ''),
                                           'refit from the ledger',
                                           'import at least two measured points (workbench import) before refitting')
-    base, src = model_pricing(load_recipe(model), ledger=False)
+    base, src = model_pricing(rec, ledger=False)
     rows = _errors(fps, evaluate(model, fps, base), 'before') + loo_errors(model, fps, base.physics, prior_sd=prior_sd)
     cal = calibrate({model: fps}, evaluate, physics=base.physics, prior_sd=prior_sd, versions=sim_versions(),
                     store=True,

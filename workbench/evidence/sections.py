@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from ..base.core import WorkbenchError
 from ..domain.results import BenchResult, SLA
-from ..domain.loading import load_traces
+from ..domain.loading import load_recipe, load_traces
 from ..domain.variants import recipe_variant
 from ..tracking.runs import log_batch, log_texts, log_files, log_section
 from ..studies.charts import save_chart
@@ -202,7 +202,7 @@ def offload_section(model:str, *, requests:int=120, concurrency:int|None=None, o
         2048),
                     calibrate:bool=True, client=None, run_id:str|None=None, progress:bool=False) -> pd.DataFrame:
     "KV host-offload what-ifs for `model`'s recipe on the sim; logged to MLflow run `run_id` when a client is given."
-    v = recipe_variant(model)
+    v = recipe_variant(load_recipe(model))
     st, _ = variant_setup(v, requests=requests)
     if st.disaggregated: raise WorkbenchError(f'{model} default topology {v.topology_name} is disaggregated',
                                               'offload section',

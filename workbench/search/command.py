@@ -14,15 +14,15 @@ __all__ = ['cmd_search']
 # %% ../../nbs/07_search/02_command.ipynb #9a061e38
 def cmd_search(a):
     "Search a model's deployments on the sim target under the SLA and a GPU budget; print the summary."
-    from workbench.search.space import USD_PER_GPU_HOUR
+    from workbench.search.space import USD_PER_GPU_HOUR, SearchBudget, SearchSpec
     from workbench.search.explore import parse_sla
-    from workbench.search.run import run_search, storage_arg
-    sla = parse_sla(a.sla, load_recipe(a.model).sla)
-    res = run_search(a.model, gpus=a.gpus, sla=sla, budget_s=a.budget_s, requests=a.requests, seed=a.seed,
-                     top_k=a.top_k,
-                     usd_per_gpu_hour=USD_PER_GPU_HOUR if a.price is None else a.price, load_tok_s=a.load,
-                     validate=a.validate,
-                     validate_k=a.validate_k, tracking_uri=a.tracking_uri, show=not a.quiet,
-                     storage=storage_arg(a.storage, a.workers),
-                     study_name=a.study_name, workers=a.workers)
+    from workbench.search.run import SearchValidation, run_search, storage_arg
+    recipe = load_recipe(a.model)                                   # the model resolved once, here
+    spec = SearchSpec(recipe, gpus=a.gpus, sla=parse_sla(a.sla, recipe.sla), requests=a.requests, seed=a.seed,
+                      top_k=a.top_k, usd_per_gpu_hour=USD_PER_GPU_HOUR if a.price is None else a.price,
+                      load_tok_s=a.load)
+    budget = SearchBudget(a.budget_s, workers=a.workers, storage=storage_arg(a.storage, a.workers),
+                          study_name=a.study_name)
+    check = SearchValidation(a.validate, k=a.validate_k) if a.validate else None
+    res = run_search(spec, budget, validate=check, tracking_uri=a.tracking_uri, show=not a.quiet)
     print(res.summary)

@@ -18,12 +18,12 @@ from ..targets.sim import SimTarget
 from ..sim import unmodelled
 from ..studies import report
 from ..domain.metrics import COL_GPU_TPS, COL_TTFT, COL_USER_TPS, OUTPUT_TPS, TTFT
-from .space import Config, GRID_MAX, Space, USD_PER_GPU_HOUR, config_of, config_variant, search_space
+from .space import (Config, GRID_MAX, Space, SearchBudget, SearchSpec, USD_PER_GPU_HOUR, config_of,
+                                    config_variant, search_space)
 
 # %% auto #0
 __all__ = ['START_CONCURRENCIES', 'PER_REPLICA_MAX', 'WORKER', 'FLEET_COPIES', 'Evaluator', 'start_config', 'optuna_storage',
-           'gather', 'cost', 'SearchOutcome', 'check_search_args', 'search', 'landing', 'landing_verdict', 'recommend',
-           'parse_sla']
+           'gather', 'cost', 'SearchOutcome', 'search', 'landing', 'landing_verdict', 'recommend', 'parse_sla']
 
 # %% ../../nbs/07_search/00a_explore.ipynb #8c45e92a
 class Evaluator:
@@ -214,12 +214,14 @@ def gather(ev:Evaluator, st) -> int:
             t.user_attrs['concurrency'])
     return len(trials)
 
-def _search_worker(model:str, storage:tuple, study_name:str, budget_s:float, *, kw:dict) -> int:
+def _search_worker(spec:SearchSpec, storage:tuple, study_name:str, budget_s:float, *, max_trials:int|None,
+                   sampler_seed:int) -> int:
     """One more worker of a shared search (a separate process): its own evaluator, the same study; returns the study's
     trials when it ended."""
-    space = search_space(model, kw['gpus'], restrict=kw['restrict'])
-    ev = Evaluator(space, kw['sla'], SimTarget(kw['requests'], kw['seed'], progress=False), overrides=kw['overrides'])
-    return _run_optuna(ev, budget_s=budget_s, seed=kw['sampler_seed'], max_trials=kw['max_trials'], storage=storage,
+    space = search_space(spec.recipe, spec.gpus, restrict=spec.restrict)
+    ev = Evaluator(space, spec.target_sla, SimTarget(spec.requests, spec.seed, progress=False),
+                   overrides=spec.overrides)
+    return _run_optuna(ev, budget_s=budget_s, seed=sampler_seed, max_trials=max_trials, storage=storage,
                        study_name=study_name)
 
 def _run_grid(ev:Evaluator, configs:list[Config], *, budget_s:float) -> int:
@@ -340,93 +342,59 @@ def _with_cost(df:pd.DataFrame, price:float, load:float|None, ref:float|None) ->
     return df.assign(usd_per_mtok=[c['usd_per_mtok'] for c in cs], gpu_hours_day=[c['gpu_hours_day'] for c in cs],
                      vs_recipe_pct=[100*(t/ref - 1) if ref and pd.notna(t) else None for t in df.output_tok_s_per_gpu])
 
-def check_search_args(*, strategy:str='auto', budget_s:float=60, requests:int=300, top_k:int=3,
-                      usd_per_gpu_hour:float=USD_PER_GPU_HOUR,
-                      load_tok_s:float|None=None):
-    "Refuse search arguments that cannot work, before anything runs."
-    if strategy not in ('auto', 'optuna', 'grid'): raise WorkbenchError(f'strategy {strategy!r}', 'search',
-                                                                        "use 'auto', 'optuna' or 'grid'")
-    if budget_s <= 0 or requests < 1 or top_k < 1: raise WorkbenchError(f'budget_s={budget_s}, requests={requests}, '
-                                                                        f'top_k={top_k}', 'search',
-                                                                        'give positive values')
-    if usd_per_gpu_hour <= 0: raise WorkbenchError(f'price {usd_per_gpu_hour}', 'search',
-                                                   'give a positive USD price per GPU-hour')
-    if load_tok_s is not None and load_tok_s <= 0: raise WorkbenchError(f'offered load {load_tok_s}', 'search',
-                                                                        'give a positive output tok/s')
-
-def _optuna_workers(ev:Evaluator, model, *, left:float, seed:int, max_trials:int|None, storage:tuple|None,
-                    study_name:str|None, workers:int,
-                    kw:dict) -> int:
-    """Run the optuna search in this process and `workers - 1` more on one shared study (a journal file when no storage
-    is named)."""
-    if workers <= 1: return _run_optuna(ev, budget_s=left, seed=seed, max_trials=max_trials, storage=storage,
-                                        study_name=study_name)
+def _optuna_workers(ev:Evaluator, spec:SearchSpec, budget:SearchBudget, *, left:float) -> int:
+    """Run the optuna search in this process and `budget.workers - 1` more on one shared study (a journal file when no
+    storage is named), for `left` seconds."""
+    one = dict(budget_s=left, seed=spec.seed, max_trials=budget.max_trials)
+    if budget.workers <= 1: return _run_optuna(ev, storage=budget.storage, study_name=budget.study_name, **one)
     import multiprocessing as mp, tempfile
     from concurrent.futures import ProcessPoolExecutor
     from workbench.base.core import runs_dir
-    tmp = None
+    tmp, storage = None, budget.storage
     if storage is None:
         (runs_dir()/'cache').mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix='optuna-', dir=runs_dir()/'cache')); storage = ('journal', tmp/'journal.log')
-    name = study_name or f'{ev.space.recipe.id}-{time.strftime("%Y%m%d-%H%M%S")}-{os.getpid()}'
+    name = budget.study_name or f'{ev.space.recipe.id}-{time.strftime("%Y%m%d-%H%M%S")}-{os.getpid()}'
     try:
         # spawn: never fork a live engine runtime
-        with ProcessPoolExecutor(workers - 1, mp_context=mp.get_context('spawn')) as pool:
-            futs = [pool.submit(_search_worker, model if isinstance(model, str) else model.id, storage, name, left,
-                                kw={**kw, 'max_trials': max_trials, 'sampler_seed': seed + i + 1})
-                    for i in range(workers - 1)]
-            _run_optuna(ev, budget_s=left, seed=seed, max_trials=max_trials, storage=storage, study_name=name)
+        with ProcessPoolExecutor(budget.workers - 1, mp_context=mp.get_context('spawn')) as pool:
+            futs = [pool.submit(_search_worker, spec, storage, name, left, max_trials=budget.max_trials,
+                                sampler_seed=spec.seed + i + 1) for i in range(budget.workers - 1)]
+            _run_optuna(ev, storage=storage, study_name=name, **one)
             for f in futs: f.result()
         import optuna
         return gather(ev, optuna.load_study(study_name=name, storage=optuna_storage(storage)))   # every worker's points
     finally:
         if tmp is not None: shutil.rmtree(tmp, ignore_errors=True)
 
-def search(model:str|Recipe, *, gpus:int|None=None, sla:SLA|None=None, budget_s:float=60, requests:int=300,
-           seed:int=42, top_k:int=3,
-           strategy:Literal['auto', 'optuna', 'grid']='auto', overrides:dict|None=None, restrict:dict|None=None,
-           max_trials:int|None=None,
-           usd_per_gpu_hour:float=USD_PER_GPU_HOUR, load_tok_s:float|None=None, on_point:Callable|None=None,
-           storage:tuple|None=None,
-           study_name:str|None=None, workers:int=1) -> SearchOutcome:
-    """Search deployments of `model` on the sim target under `sla` (default: the recipe's) within `gpus` GPUs in about
-    `budget_s` seconds
-    (recipe references included). `workers` processes here, or several machines naming the same `storage` and
-    `study_name`
-    (`optuna_storage`), search one optuna study together."""
-    check_search_args(strategy=strategy, budget_s=budget_s, requests=requests, top_k=top_k,
-                      usd_per_gpu_hour=usd_per_gpu_hour, load_tok_s=load_tok_s)
-    space = search_space(model, gpus, restrict=restrict)
-    sla = sla or space.recipe.sla
-    ev = Evaluator(space, sla, SimTarget(requests, seed, progress=False), overrides=overrides, on_point=on_point)
+def search(spec:SearchSpec, budget:SearchBudget=SearchBudget(), *, on_point:Callable|None=None) -> SearchOutcome:
+    """Search the deployments `spec` describes on the sim target (recipe references included) within `budget`;
+    `on_point` is told of each simulated point."""
+    space = search_space(spec.recipe, spec.gpus, restrict=spec.restrict)
+    ev = Evaluator(space, spec.target_sla, SimTarget(spec.requests, spec.seed, progress=False),
+                   overrides=spec.overrides, on_point=on_point)
     t0 = time.monotonic()
     refs = _references(ev)                                   # the recipe first: its time counts against the budget
     spent = time.monotonic() - t0
     # keep time to refine the best (~4 points each)
-    left = max(0.25*budget_s, budget_s - spent - top_k*4*spent/max(1, len(ev.points)))
-    shared = storage is not None or workers > 1
-    configs = list(itertools.islice(space.configs(), None if strategy == 'grid' else GRID_MAX
-                                    + 1)) if strategy != 'optuna' and not shared else []
-    if not shared and (strategy == 'grid'
-                       or (strategy == 'auto' and len(configs) <= GRID_MAX)): strategy, trials = 'grid', _run_grid(ev,
-                                                      configs, budget_s=left)
-    else:
-        kw = dict(gpus=gpus, restrict=restrict, sla=sla, requests=requests, seed=seed, overrides=overrides)
-        strategy, trials = 'optuna', _optuna_workers(ev, model, left=left, seed=seed, max_trials=max_trials,
-                                                     storage=storage, study_name=study_name,
-                                                     workers=workers, kw=kw)
+    left = max(0.25*budget.budget_s, budget.budget_s - spent - spec.top_k*4*spent/max(1, len(ev.points)))
+    shared, strategy = budget.storage is not None or budget.workers > 1, budget.strategy
+    configs = (list(itertools.islice(space.configs(), None if strategy == 'grid' else GRID_MAX + 1))
+               if strategy != 'optuna' and not shared else [])
+    if not shared and (strategy == 'grid' or (strategy == 'auto' and len(configs) <= GRID_MAX)):
+        strategy, trials = 'grid', _run_grid(ev, configs, budget_s=left)
+    else: strategy, trials = 'optuna', _optuna_workers(ev, spec, budget, left=left)
     t1 = time.monotonic()
-    ranking = _rank(ev, max(2, top_k))
+    ranking = _rank(ev, max(2, spec.top_k))
     ok = refs.dropna(subset=[COL_GPU_TPS])
     best_ref = ok.loc[ok.output_tok_s_per_gpu.idxmax()] if len(ok) else None
-    load = load_tok_s or (FLEET_COPIES*best_ref.output_tok_s_per_gpu*best_ref.gpus if best_ref is not None else None)
-    ref = best_ref.output_tok_s_per_gpu if best_ref is not None else None
-    return SearchOutcome(space=space, sla=sla, evaluator=ev, strategy=strategy, trials=trials,
-                         ranking=_with_cost(ranking, usd_per_gpu_hour, load, ref),
-                         references=_with_cost(refs, usd_per_gpu_hour, load, ref), search_s=t1 - t0,
-                         refine_s=time.monotonic() - t1,
-                         requests=requests, seed=seed, budget_s=budget_s, usd_per_gpu_hour=usd_per_gpu_hour,
-                         load_tok_s=load, points=ev.frame())
+    load = spec.load_tok_s or (FLEET_COPIES*best_ref.output_tok_s_per_gpu*best_ref.gpus if best_ref is not None
+                               else None)
+    ref, price = (best_ref.output_tok_s_per_gpu if best_ref is not None else None), spec.usd_per_gpu_hour
+    return SearchOutcome(space=space, sla=ev.sla, evaluator=ev, strategy=strategy, trials=trials,
+                         ranking=_with_cost(ranking, price, load, ref), references=_with_cost(refs, price, load, ref),
+                         search_s=t1 - t0, refine_s=time.monotonic() - t1, requests=spec.requests, seed=spec.seed,
+                         budget_s=budget.budget_s, usd_per_gpu_hour=price, load_tok_s=load, points=ev.frame())
 
 # %% ../../nbs/07_search/00a_explore.ipynb #962b643e
 def landing(out:SearchOutcome) -> str:

@@ -16,8 +16,8 @@ from ..domain.results import SLA, BenchResult, sla_verdict
 from ..domain.variants import Variant
 from ..targets.k8s.manifests import write_manifests
 from ..domain.registry import TARGETS, get_target
-from .space import Config, USD_PER_GPU_HOUR, search_space, config_variant
-from .explore import SearchOutcome, FLEET_COPIES, check_search_args, search, landing, recommend
+from .space import Config, SearchBudget, SearchSpec, USD_PER_GPU_HOUR, search_space, config_variant
+from .explore import SearchOutcome, FLEET_COPIES, search, landing, recommend
 from ..tracking import runs as tracking, naming as layout
 from ..tracking.query import study_runs
 from ..studies import report
@@ -29,7 +29,7 @@ from ..domain.metrics import COL_GPU_TPS, COL_TTFT, COL_USER_TPS, OUTPUT_TPS, TT
 # %% auto #0
 __all__ = ['SEARCH_HEADERS', 'log_points', 'search_metrics', 'log_tables', 'frontier_chart', 'write_winner', 'load_winner',
            'live_prediction', 'validate_top', 'search_table', 'recommendation_text', 'summary_text', 'SearchRun',
-           'storage_arg', 'run_search']
+           'storage_arg', 'SearchValidation', 'run_search']
 
 # %% ../../nbs/07_search/01_run.ipynb #14505eb4
 def _changes(out:SearchOutcome, key:str) -> dict:
@@ -202,7 +202,7 @@ def load_winner(path) -> Variant:
     checks)."""
     p = Path(path)
     doc = yaml.safe_load((p/'variant.yaml' if p.is_dir() else p).read_text())
-    space = search_space(doc['model'], doc['gpus_budget'])
+    space = search_space(load_recipe(doc['model']), doc['gpus_budget'])     # the model the file names, resolved here
     v = config_variant(space, Config(**doc['configuration']), doc.get('overrides') or None)
     if v.hash != doc['variant_hash']: raise WorkbenchError(f'{p} describes variant {doc["variant_hash"]}, the recipe '
                                                            f'now gives {v.hash}', 'load the search winner',
@@ -391,42 +391,40 @@ def storage_arg(text:str|None, workers:int=1) -> tuple|None:
             '(postgresql+psycopg://USER@HOST:PORT/DB) or `server`')
     return ('rdb', text, os.environ.get('PGPASSFILE'))
 
-def run_search(model:str, *, gpus:int|None=None, sla:SLA|None=None, budget_s:float=60, requests:int=300, seed:int=42,
-               top_k:int=3,
-               usd_per_gpu_hour:float=USD_PER_GPU_HOUR, load_tok_s:float|None=None, overrides:dict|None=None,
-               restrict:dict|None=None,
-               max_trials:int|None=None, validate:str|None=None, validate_k:int=2, validate_requests:int=16,
-               validate_osl:int|None=128,
-               tracking_uri:str|None=None, show:bool=True, storage:tuple|None=None, study_name:str|None=None,
-               workers:int=1) -> SearchRun:
-    """Search `model`'s deployments on the sim target, log everything to MLflow, write chart, winner and summary;
-    validate the top on `validate`."""
-    check_search_args(budget_s=budget_s, requests=requests, top_k=top_k, usd_per_gpu_hour=usd_per_gpu_hour,
-                      load_tok_s=load_tok_s)
-    search_space(model, gpus, restrict=restrict)                     # bad input fails here, before anything is created
-    if validate is not None:
-        if validate == 'sim' or validate not in TARGETS: raise WorkbenchError(f'validation target {validate!r}',
-                                                                              'validate the search',
-                                                                              "use 'local' or 'k8s'")
-        get_target(validate).preflight()
+@dataclass(frozen=True)
+class SearchValidation:
+    """Measure the search's top `k` configurations on a real target (`local` or `k8s`), `requests` requests of `osl`
+    output tokens each."""
+    target: str
+    k: int = 2
+    requests: int = 16
+    osl: int|None = 128
+
+    def __post_init__(self):
+        if self.target == 'sim' or self.target not in TARGETS: raise WorkbenchError(
+            f'validation target {self.target!r}', 'validate the search', "use 'local' or 'k8s'")
+
+def run_search(spec:SearchSpec, budget:SearchBudget=SearchBudget(), *, validate:SearchValidation|None=None,
+               tracking_uri:str|None=None, show:bool=True) -> SearchRun:
+    """Search the deployments `spec` describes on the sim target within `budget`, log everything to MLflow, write
+    chart, winner and summary; measure the top on `validate`'s target."""
+    model = spec.recipe.id
+    search_space(spec.recipe, spec.gpus, restrict=spec.restrict)   # bad input fails here, before anything is created
+    if validate is not None: get_target(validate.target).preflight()
     uri = tracking.tracking_uri(tracking_uri); tracking.check_server(uri)
-    params = {'kind': 'search', 'model': model, 'gpus': gpus, 'sla': (sla or load_recipe(model).sla).model_dump(),
-              'budget_s': budget_s, 'requests': requests,
-              'seed': seed, 'top_k': top_k, 'usd_per_gpu_hour': usd_per_gpu_hour, 'load_tok_s': load_tok_s,
-              'restrict': restrict or {}, 'validate': validate,
-              'storage': storage[1] if storage and storage[0] == 'rdb' else None, 'study_name': study_name,
-              'workers': workers}
+    params = {'kind': 'search', 'model': model, 'gpus': spec.gpus, 'sla': spec.target_sla.model_dump(),
+              'budget_s': budget.budget_s, 'requests': spec.requests, 'seed': spec.seed, 'top_k': spec.top_k,
+              'usd_per_gpu_hour': spec.usd_per_gpu_hour, 'load_tok_s': spec.load_tok_s,
+              'restrict': spec.restrict or {}, 'validate': validate and validate.target,
+              'storage': budget.storage[1] if budget.storage and budget.storage[0] == 'rdb' else None,
+              'study_name': budget.study_name, 'workers': budget.workers}
     sid = f"{model}-search-{content_hash(params, 6)}-{time.strftime('%Y%m%d-%H%M%S')}"
     folder = runs_dir()/sid
     # points the budget allows at about this cost per point (2 cores)
-    est = max_trials or int(budget_s/(0.05 + 0.0015*requests))
-    with progress.reporting(folder/progress.FILE, est, title=f'search {model} on sim ({budget_s:g} s budget)',
-                            show=show, budget_s=budget_s) as prog:
-        out = search(model, gpus=gpus, sla=sla, budget_s=budget_s, requests=requests, seed=seed, top_k=top_k,
-                     overrides=overrides, restrict=restrict,
-                     max_trials=max_trials, usd_per_gpu_hour=usd_per_gpu_hour, load_tok_s=load_tok_s,
-                     on_point=_progress_line(prog) if show else None,
-                     storage=storage, study_name=study_name, workers=workers)
+    est = budget.max_trials or int(budget.budget_s/(0.05 + 0.0015*spec.requests))
+    with progress.reporting(folder/progress.FILE, est, title=f'search {model} on sim ({budget.budget_s:g} s budget)',
+                            show=show, budget_s=budget.budget_s) as prog:
+        out = search(spec, budget, on_point=_progress_line(prog) if show else None)
     tags = {'workbench.kind': 'search', 'workbench.target': 'sim', 'workbench.search': 'true'}
     with tracking.study_run(model, sid, params=params, tracking_uri=uri, tags=tags, run_name=f'search: {model}') as s:
         # children: points, each its own target
@@ -434,9 +432,9 @@ def run_search(model:str, *, gpus:int|None=None, sla:SLA|None=None, budget_s:flo
         log_points(s, out); tables = log_tables(s, out, folder)
         files = {'chart': log_charts({'frontier': frontier_chart(out)}, folder, study=s)[0]}
         if out.winner is not None:
-            files['winner'] = write_winner(out, folder/'winner', study=sid, overrides=overrides)['variant.yaml']
+            files['winner'] = write_winner(out, folder/'winner', study=sid, overrides=spec.overrides)['variant.yaml']
             tracking.log_files(s.client, s.run_id, [folder/'winner'])
-        val = validate_top(out, validate_k, target=validate, requests=validate_requests, osl=validate_osl,
+        val = validate_top(out, validate.k, target=validate.target, requests=validate.requests, osl=validate.osl,
                            study=s) if validate else None
         decision = recommend(out.ranking, measured=dict(zip(val.variant_hash, val.live_tok_s_per_gpu))
                              if val is not None and len(val) else None)

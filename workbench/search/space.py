@@ -5,10 +5,12 @@
 # %% ../../nbs/07_search/00_space.ipynb #1e410758
 from __future__ import annotations
 import itertools, time
+from dataclasses import dataclass
 from typing import Literal
 from pydantic import BaseModel, ConfigDict, model_validator
 from ..base.core import WorkbenchError
 from ..domain.recipes import Recipe, FrontendRouting
+from ..domain.results import SLA
 from ..domain.loading import load_recipe
 from ..domain.variants import Variant, recipe_variant, baseline, variant
 from ..sim import MODELLED, unmodelled
@@ -16,7 +18,7 @@ from ..studies.study import KV_EVENTS
 
 # %% auto #0
 __all__ = ['USD_PER_GPU_HOUR', 'TP_SIZES', 'DP_SIZES', 'MAX_NUM_SEQS', 'HOST_OFFLOAD_GB', 'MAX_CONCURRENCY', 'GRID_MAX',
-           'SPEC_OFF', 'Config', 'Space', 'search_space', 'config_variant', 'config_of']
+           'SPEC_OFF', 'Config', 'Space', 'search_space', 'config_variant', 'config_of', 'SearchSpec', 'SearchBudget']
 
 # %% ../../nbs/07_search/00_space.ipynb #dc44a87c
 # ASSUMED default price of one B200 GPU-hour in USD (a round on-demand cloud figure; pass yours as price)
@@ -152,10 +154,9 @@ class Space(BaseModel):
                            spec_tokens=sp, max_num_seqs=mx, host_offload_gb=off)
                 if c.gpus <= self.gpus: yield c
 
-def search_space(recipe:Recipe|str, gpus:int|None=None, *, restrict:dict|None=None) -> Space:
+def search_space(recipe:Recipe, gpus:int|None=None, *, restrict:dict|None=None) -> Space:
     "The search space of `recipe` within `gpus` GPUs (default: one node), with `restrict` narrowing dimensions."
     from workbench.domain.loading import load_gpu
-    recipe = load_recipe(recipe) if isinstance(recipe, str) else recipe
     gpus = load_gpu().gpus_per_node if gpus is None else gpus
     if gpus < 1: raise WorkbenchError(f'GPU budget {gpus}', 'build the search space', 'give at least one GPU')
     order = [recipe.default_topology] + [t for t in recipe.topologies if t != recipe.default_topology]
@@ -243,3 +244,53 @@ def config_of(v:Variant) -> Config:
                   router='kv' if v.spec.frontend.routing.mode == 'kv' else 'round-robin',
                   spec_tokens=(s.num_tokens or 0) if s.method != 'none' else 0,
                   host_offload_gb=d.cache.host_offload_gb)
+
+# %% ../../nbs/07_search/00_space.ipynb #c89e355e
+@dataclass(frozen=True)
+class SearchSpec:
+    """What a search looks for: deployments of `recipe` within `gpus` GPUs (default: one node) that meet `sla`
+    (default: the recipe's), each point simulated at `requests` requests and `seed`, the best `top_k` refined, priced
+    at `usd_per_gpu_hour` for the offered load `load_tok_s` (default: `FLEET_COPIES` copies of the best recipe
+    topology). Values that cannot work are refused when it is made, before anything runs."""
+    recipe: Recipe
+    gpus: int|None = None
+    sla: SLA|None = None
+    requests: int = 300
+    seed: int = 42
+    top_k: int = 3
+    overrides: dict|None = None         # setting group -> reason, for changes the recipe pins
+    restrict: dict|None = None          # dimension -> the values to search
+    usd_per_gpu_hour: float = USD_PER_GPU_HOUR
+    load_tok_s: float|None = None
+
+    def __post_init__(self):
+        if self.requests < 1 or self.top_k < 1: raise WorkbenchError(f'requests={self.requests}, top_k={self.top_k}',
+                                                                     'search', 'give positive values')
+        if self.usd_per_gpu_hour <= 0: raise WorkbenchError(f'price {self.usd_per_gpu_hour}', 'search',
+                                                            'give a positive USD price per GPU-hour')
+        if self.load_tok_s is not None and self.load_tok_s <= 0: raise WorkbenchError(
+            f'offered load {self.load_tok_s}', 'search', 'give a positive output tok/s')
+
+    @property
+    def target_sla(self) -> SLA:
+        "The SLA the search meets: the one given, else the recipe's."
+        return self.sla or self.recipe.sla
+
+@dataclass(frozen=True)
+class SearchBudget:
+    """How a search spends its time: about `budget_s` seconds, at most `max_trials` trials, `strategy`, `workers`
+    processes here, or several machines naming the same optuna `storage` and `study_name` (`optuna_storage`)."""
+    budget_s: float = 60
+    max_trials: int|None = None
+    strategy: Literal['auto', 'optuna', 'grid'] = 'auto'
+    workers: int = 1
+    storage: tuple|None = None
+    study_name: str|None = None
+
+    def __post_init__(self):
+        if self.strategy not in ('auto', 'optuna', 'grid'): raise WorkbenchError(f'strategy {self.strategy!r}',
+                                                                                 'search',
+                                                                                 "use 'auto', 'optuna' or 'grid'")
+        if self.budget_s <= 0 or self.workers < 1: raise WorkbenchError(f'budget_s={self.budget_s}, workers='
+                                                                        f'{self.workers}', 'search',
+                                                                        'give positive values')

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from ..base.core import unique_tmp
 from ..domain.loading import load_recipe, list_recipes
+from ..domain.recipes import Recipe
 from .physics import Pricing
 from .engine import simulate
 from .recipe import (SIM_VERSION, CAL_SEED, benchmark_of, calibration, inputs_hash,
@@ -22,7 +23,7 @@ from ..domain.metrics import (QUANTITIES, BAND_KEYS, COL_GPU_TPS, ITL, OUTPUT_TP
 # %% auto #0
 __all__ = ['REFIT', 'NOISE_SEEDS', 'NOISE_REQUESTS', 'REPEAT_POINTS', 'FAMILY', 'protocol_value', 'effect_rows', 'reuse_rows',
            'held_out_rows', 'noise_rows', 'determinism', 'sweep_rows', 'sweep_shape', 'noise_cv', 'bands',
-           'coverage_rows', 'judge', 'validate']
+           'coverage_rows', 'coverage_verdict', 'validate']
 
 # %% ../../nbs/02_sim/07_validation.ipynb #d120651e
 def protocol_value(recipe, v, pricing:Pricing, concurrency:int|None=None) -> tuple[float|None, int|None]:
@@ -51,12 +52,12 @@ def _effect(rec, name:str, groups, published:float, *, to:tuple, frm:tuple, basi
                 to_concurrency=to[1],
                 from_concurrency=frm[1], error=None if sim is None else sim/published - 1, basis=basis, note=note)
 
-def effect_rows(model:str, full:dict, loo:dict) -> list[dict]:
-    """Every published effect of `model`: `full`, its joint pricing; `loo`, point label -> the pricing of the fit that
-    held that point out."""
+def effect_rows(rec:Recipe, full:dict, loo:dict) -> list[dict]:
+    """Every published effect of recipe `rec`: `full`, its joint pricing; `loo`, point label -> the pricing of the fit
+    that held that point out."""
     from workbench.domain.variants import recipe_variant, baseline
     from workbench.sim.recipe import point_label
-    rec, out = load_recipe(model), []
+    out = []
     pr = Pricing.model_validate(full)
     recipes = {q.topology: q for q in rec.published if q.label == 'recipe'}
     for b in (q for q in rec.published if q.label == 'baseline' and q.topology in recipes):
@@ -94,17 +95,17 @@ def effect_rows(model:str, full:dict, loo:dict) -> list[dict]:
                            basis='under the benchmark protocol; never fitted', note=e.notes))
     return out
 
-def reuse_rows(model:str, full:dict) -> list[dict]:
+def reuse_rows(rec:Recipe, full:dict) -> list[dict]:
     """The recipe authors' KV reuse figures, simulated (the workload model was fitted to them: a fit check, not a
     validation)."""
-    rec, out = load_recipe(model), []
+    out = []
     for e in rec.published_effects:
         if e.metric != PREFIX_HIT: continue
         v = _apply(rec, e.changes, e.topology)
         st, _ = variant_setup(v, requests=benchmark_of(v).request_count, seed=CAL_SEED)
         r = simulate(st, e.concurrency or benchmark_of(v).concurrency[0], pricing=Pricing.model_validate(full),
                      telemetry_ms=None)
-        out.append(dict(model=model, figure=e.label, published=e.value, simulated=r.prefix_cache_hit_rate,
+        out.append(dict(model=rec.id, figure=e.label, published=e.value, simulated=r.prefix_cache_hit_rate,
                         used_for=e.used_for,
                         concurrency=r.concurrency, note=e.notes))
     return out
@@ -123,26 +124,26 @@ def _p95(p, pricing:Pricing, key:str) -> float|None:
     return simulate(SimSetup.model_validate(p.setup), p.concurrency, pricing=pricing,
                     telemetry_ms=None).value(TTFT, 'p95')
 
-def _groups_of(model:str, label:str) -> list[str]:
-    "The setting groups in which published point `label` differs from the other fitted points of `model`."
-    from workbench.domain.variants import recipe_variant, baseline
+def _groups_of(rec:Recipe, label:str) -> list[str]:
+    "The setting groups in which published point `label` differs from the other fitted points of recipe `rec`."
+    from workbench.domain.variants import baseline
     from workbench.sim.trust import groups_changed, fitted_topologies
     kind, topology = label.split()[:2]
-    rec = load_recipe(model)
     if kind == 'baseline': return groups_changed(baseline(rec, topology))
     return ['topology'] if len(fitted_topologies(rec)) > 1 else []
 
 # a held-out refit: warm-started with the full fit's parameters and Jacobian, a few damped steps
 REFIT = dict(maxit=5, refresh=False)
 
-def held_out_rows(full, *, workers:int=1, progress=print) -> tuple[list[dict], dict]:
-    "(rows of every held-out prediction, (model, point) -> pricing of the fit that held that whole point out)."
+def held_out_rows(full, recipes:dict[str, Recipe], *, workers:int=1, progress=print) -> tuple[list[dict], dict]:
+    """(rows of every held-out prediction, (model, point) -> pricing of the fit that held that whole point out);
+    `recipes`: model -> its recipe."""
     rows, loo = [], {}
     for m, pts in full.points.items():
         for p in pts:
             if p.label.startswith('baseline'):          # never fitted: the full fit predicts it
                 rows += [_row('variant', m, p.label, o.key, observed=o.value,
-                              rel=full.residuals[m][p.label].get(o.key), groups=_groups_of(m, p.label))
+                              rel=full.residuals[m][p.label].get(o.key), groups=_groups_of(recipes[m], p.label))
                          for o in p.observations]
                 continue
             only = len(p.observations) == 1
@@ -152,7 +153,7 @@ def held_out_rows(full, *, workers:int=1, progress=print) -> tuple[list[dict], d
                                   workers=workers, **REFIT)
                 rel = cal.residuals[m][p.label].get(o.key)
                 rows.append(_row('variant' if only else 'fitted', m, p.label, o.key, observed=o.value, rel=rel,
-                                 groups=_groups_of(m, p.label) if only else (),
+                                 groups=_groups_of(recipes[m], p.label) if only else (),
                                  p95=_p95(p, cal.pricing(m), o.key)))
                 if only: loo[(m, p.label)] = cal.pricing(m).model_dump()
                 progress(f'held out {m} {p.label} {o.key}: ' + (f'{rel:+.1%}' if rel is not None else 'no value')
@@ -172,10 +173,10 @@ def held_out_rows(full, *, workers:int=1, progress=print) -> tuple[list[dict], d
 # %% ../../nbs/02_sim/07_validation.ipynb #0ec05ea6
 NOISE_SEEDS, NOISE_REQUESTS = (1, 2, 3), (500, 1805)
 
-def noise_rows(model:str, pricing:dict) -> list[dict]:
-    "The recipe point of `model` at several seeds and request counts: every band key's value, and the reuse."
+def noise_rows(rec:Recipe, pricing:dict) -> list[dict]:
+    "The recipe point of recipe `rec` at several seeds and request counts: every band key's value, and the reuse."
     from workbench.domain.variants import recipe_variant
-    rec = load_recipe(model); rv = recipe_variant(rec)
+    rv = recipe_variant(rec)
     c = next((q.concurrency for q in rec.published if q.label == 'recipe' and q.topology == rv.topology_name
               and q.concurrency), None) \
         or rec.benchmarks[rv.topology_name].concurrency[0]
@@ -184,7 +185,7 @@ def noise_rows(model:str, pricing:dict) -> list[dict]:
         for seed in NOISE_SEEDS:
             st, _ = variant_setup(rv, requests=n, seed=seed)
             r = simulate(st, c, pricing=Pricing.model_validate(pricing), telemetry_ms=None)
-            out.append(dict(model=model, requests=n, seed=seed, concurrency=c,
+            out.append(dict(model=rec.id, requests=n, seed=seed, concurrency=c,
                             output_token_throughput=r.output_tok_s_per_gpu,
                             time_to_first_token=r.value(TTFT, 'p50'), inter_token_latency=r.value(ITL, 'p50'),
                             output_token_throughput_per_user=r.value(USER_TPS, 'p50'),
@@ -222,11 +223,11 @@ def determinism(runs:int=5, *, pricings:dict|None=None, points:dict|None=None) -
             out[kind].update(model=m, topology=t, concurrency=c, requests=REPEAT_REQUESTS, runs=runs)
     return out
 
-def sweep_rows(pricing:dict, requests:int=1805) -> list[dict]:
-    """Motif 3's historical round-robin sweep (1P1D and 2P1D, c8/16/32) priced with `pricing`: tok/s/GPU and TTFT
-    p50/p95 per point."""
+def sweep_rows(motif:Recipe, pricing:dict, requests:int=1805) -> list[dict]:
+    """Motif 3's historical round-robin sweep (1P1D and 2P1D, c8/16/32; `motif`, its recipe) priced with `pricing`:
+    tok/s/GPU and TTFT p50/p95 per point."""
     from workbench.domain.variants import recipe_variant
-    st, _ = variant_setup(recipe_variant(load_recipe('motif-3'), 'disagg'), requests=requests, seed=CAL_SEED)
+    st, _ = variant_setup(recipe_variant(motif, 'disagg'), requests=requests, seed=CAL_SEED)
     out = []
     for p in (1, 2):
         pre = st.pool('prefill').model_copy(update={'replicas': p})
@@ -320,7 +321,7 @@ def coverage_rows(rows:list[dict], effects:list[dict], noise:dict|None=None) -> 
                         band=combine(*gb, (noise.get(OUTPUT_TPS) or 0)*math.sqrt(2) or None)))
     return out
 
-def judge(cov:list[dict]) -> dict:
+def coverage_verdict(cov:list[dict]) -> dict:
     """Coverage, sharpness and bias (the median signed log error) per (kind, band key), per band key over every kind,
     and overall."""
     df, out = pd.DataFrame(cov), {}
@@ -346,29 +347,30 @@ def validate(models=None, *, write:bool=False, noise:bool=True, workers:int=2, p
     """Validate the simulator on `models` (default: every recipe): held-out observations and models, effects, noise,
     bands; ship it."""
     models, t0 = sorted(models or list_recipes()), time.time()
+    recipes = {m: load_recipe(m) for m in models}                      # resolved once, here
     full = calibration(models, workers=workers)
     progress(f'joint fit: {full.iterations} iterations, {time.time() - t0:.0f} s; physics {full.physics.model_dump()}')
-    rows, loo = held_out_rows(full, workers=workers, progress=progress)
+    rows, loo = held_out_rows(full, recipes, workers=workers, progress=progress)
     pr = {m: full.pricing(m).model_dump() for m in models}
-    effects = [r for rs in _map(effect_rows, [(m, pr[m], {l: p for (mm, l), p in loo.items() if mm == m})
+    effects = [r for rs in _map(effect_rows, [(recipes[m], pr[m], {l: p for (mm, l), p in loo.items() if mm == m})
                                               for m in models], workers) for r in rs]
-    reuse = [r for rs in _map(reuse_rows, [(m, pr[m]) for m in models], workers) for r in rs]
-    nrows = [r for rs in _map(noise_rows, [(m, pr[m]) for m in models], workers) for r in rs] if noise else []
+    reuse = [r for rs in _map(reuse_rows, [(recipes[m], pr[m]) for m in models], workers) for r in rs]
+    nrows = [r for rs in _map(noise_rows, [(recipes[m], pr[m]) for m in models], workers) for r in rs] if noise else []
     nz = noise_cv(nrows) if nrows else {}
     det = determinism(pricings=pr) if set(models) >= {m for m, *_ in REPEAT_POINTS.values()} else {}
-    sweep = sweep_rows(pr['motif-3']) if 'motif-3' in models else []
+    sweep = sweep_rows(recipes['motif-3'], pr['motif-3']) if 'motif-3' in models else []
     cov = coverage_rows(rows, effects, nz)
     doc = {'created': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), 'sim_version': SIM_VERSION,
            'versions': sim_versions(),
            'seconds': round(time.time() - t0), 'interval': INTERVAL, 'physics': full.physics.model_dump(),
            'shared': full.shared.model_dump(),
            'prior_sd': full.prior_sd, 'iterations': full.iterations,
-           'models': {m: {'inputs_hash': inputs_hash(load_recipe(m)), 'factors': full.factors[m].model_dump(),
+           'models': {m: {'inputs_hash': inputs_hash(recipes[m]), 'factors': full.factors[m].model_dump(),
                           'residuals': full.residuals[m]}
                       for m in models},
            'held_out': rows, 'effects': effects, 'reuse': reuse, 'stability': nrows, 'noise': nz,
            'noise_requests': 1805, 'determinism': det,
-           'bands': bands(rows, effects), 'coverage_items': cov, 'coverage': judge(cov), 'sweep': sweep,
+           'bands': bands(rows, effects), 'coverage_items': cov, 'coverage': coverage_verdict(cov), 'sweep': sweep,
            'sweep_shape': sweep_shape(sweep) if sweep else {}}
     if write:
         p = validation_path(); tmp = unique_tmp(p); tmp.write_text(json.dumps(doc, indent=1, default=float))

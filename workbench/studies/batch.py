@@ -23,7 +23,7 @@ from ..tracking import lineage
 
 # %% auto #0
 __all__ = ['RESERVED', 'BATCHES', 'StudyEntry', 'BatchSpec', 'load_batch', 'fake_study', 'outcome_of', 'study_points',
-           'batches_experiment', 'open_batch_run', 'batch_runs', 'batch_id', 'study_ids', 'study_params', 'run_batch',
+           'batches_experiment', 'open_batch_run', 'batch_runs', 'batch_id', 'study_ids', 'entry_params', 'run_batch',
            'reference_path', 'load_reference', 'who', 'accept']
 
 # %% ../../nbs/06_studies/06_batch.ipynb #31c346cb
@@ -262,7 +262,7 @@ def study_ids(spec:BatchSpec, batch:str) -> dict[str, list[str]]:
     return {s.entry: [f'{batch}-{i}-{s.model}-{s.target}-r{k}' for k in range(spec.repeats)] for i,
             s in enumerate(spec.studies)}
 
-def study_params(spec:BatchSpec, s:StudyEntry, k:int, *, study:str, overrides:dict|None=None) -> dict:
+def entry_params(spec:BatchSpec, s:StudyEntry, k:int, *, study:str, overrides:dict|None=None) -> dict:
     """The notebook parameters of repeat `k` of entry `s`: its parameters, seed shifted by `k`, the study id and the
     store."""
     p = s.params(spec.defaults, overrides)
@@ -280,7 +280,7 @@ def _links(uri:str, outcomes:dict[str, list[StudyOutcome]], batch_run:tuple[str,
 # %% ../../nbs/06_studies/06_batch.ipynb #9b2f41eb
 def _published(out:StudyOutcome) -> list[dict]:
     "Published vs reproduced rows of one study outcome, JSON-ready."
-    t = published_vs_reproduced(out)
+    t = published_vs_reproduced(out, load_recipe(out.model))        # a study read back from MLflow: resolved here
     cols = [c for c in ('label', 'topology', 'concurrency', 'metric', 'published', 'reproduced', 'ratio', 'provenance',
                         'band') if c in t.columns]
     return [{k: _nan_none(v) for k, v in r.items()} for r in t[cols].to_dict('records')] if len(t) else []
@@ -291,7 +291,7 @@ def _run_entry(spec:BatchSpec, s:StudyEntry, ids:list[str], *, run:Callable, tag
     that failed)."""
     outs, seeds, errors = [], [], []
     for k, sid in enumerate(ids):
-        params = study_params(spec, s, k, study=sid, overrides=overrides)
+        params = entry_params(spec, s, k, study=sid, overrides=overrides)
         if progress: print(f'== batch: {s.entry} repeat {k+1}/{len(ids)} (study {sid}, seed {params["seed"]})',
                            flush=True)
         try: run(s.model, s.target, params, progress)

@@ -13,7 +13,7 @@ from ..domain.results import SLA
 from ..tracking import runs as tracking
 from . import report, gate as gt
 from .batch import (BatchSpec, StudyEntry, _run_doc, accept, batch_runs, fake_study, load_batch,
-                                     load_reference, reference_path, run_batch, study_params)
+                                     load_reference, reference_path, run_batch, entry_params)
 
 # %% auto #0
 __all__ = ['write_outputs', 'ci']
@@ -107,7 +107,7 @@ def ci(path, *, run:Callable, preflight:Callable|None=None, reference:str|None=N
                              'run it once with --accept --why "first reference" (and commit the reference file), or '
                              'set reference:')
     for s in spec.studies:
-        if preflight is not None: preflight(s.model, {**study_params(spec, s, 0, study='preflight',
+        if preflight is not None: preflight(s.model, {**entry_params(spec, s, 0, study='preflight',
                                                                      overrides=overrides), 'target': s.target})
     doc = run_batch(spec, run=run, overrides=overrides, progress=progress)
     findings = gt.gate(doc, ref)

@@ -98,9 +98,9 @@ def _published_rows(pp, df:pd.DataFrame, protocol:list[int]|None=None) -> tuple[
     elif conc is None and len(sel): conc, note = int(sel.concurrency.max()), 'concurrency not published: highest run'
     return (sel[sel.concurrency == conc] if len(sel) else sel), conc, note
 
-def published_vs_reproduced(out:StudyOutcome, recipe:Recipe|None=None) -> pd.DataFrame:
-    "Each published figure beside the reproduced point, with ratio, provenance and the reproduced number's error band."
-    recipe = recipe or load_recipe(out.model)
+def published_vs_reproduced(out:StudyOutcome, recipe:Recipe) -> pd.DataFrame:
+    """Each published figure of `recipe` beside the reproduced point, with ratio, provenance and the reproduced
+    number's error band."""
     df, rows = results_table(out), []
     for pp in recipe.published:
         b = recipe.benchmarks.get(pp.topology)

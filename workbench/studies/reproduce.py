@@ -27,7 +27,7 @@ from ..tracking import lineage
 __all__ = ['BUNDLE_VERSION', 'SECRET_WORDS', 'ENV_PREFIXES', 'COMPARED', 'BAND_OF', 'HOST_SPREAD', 'load_per_core', 'environment',
            'versions', 'images_of', 'variant_record', 'variant_of', 'spec_from_command', 'workers_from_graph',
            'workload_record', 'acceptance_record', 'target_options', 'local_max_len', 'run_record', 'commands',
-           'point_bundle', 'rerun', 'host_spread', 'sampling', 'noise', 'compare', 'Reproduction', 'load_bundle',
+           'point_bundle', 'rerun', 'host_spread', 'sampling', 'repeat_noise', 'compare', 'Reproduction', 'load_bundle',
            'reproduce']
 
 # %% ../../nbs/06_studies/04_reproduce.ipynb #3b063b51
@@ -344,7 +344,7 @@ def sampling(r:BenchResult, metric:str) -> float:
     if m is None or not m.avg or m.std is None or r.request_count < 2: return HOST_SPREAD[-1][1]
     return 1.25*m.std/m.avg/math.sqrt(r.request_count)
 
-def noise(old:BenchResult, new:BenchResult, metric:str, *, loads:tuple=(None, None), z:float=3.0) -> float:
+def repeat_noise(old:BenchResult, new:BenchResult, metric:str, *, loads:tuple=(None, None), z:float=3.0) -> float:
     "Relative tolerance between measured runs `old` and `new` (hosts at `loads` per core) for `metric` (see above)."
     return z*math.sqrt(sum(sampling(r, metric)**2 for r in (old, new)) + sum(host_spread(x)**2 for x in loads))
 
@@ -358,7 +358,7 @@ def compare(old:BenchResult, new:BenchResult, *, exact:bool=False, loads:tuple=(
         if a is None and b is None: continue
         if exact: tol = 0.0
         else: tol = combine(old.error_band.get(BAND_OF.get(metric, metric)) if old.target != new.target else None,
-                            noise(old, new, metric, loads=loads))
+                            repeat_noise(old, new, metric, loads=loads))
         change = None if a is None or b is None or a == 0 else b/a - 1
         ok = (a == b) if exact else (change is not None and abs(change) <= tol)
         rows.append({'metric': label, 'old': a, 'new': b, 'change': change,

@@ -73,10 +73,9 @@ class Planned(BaseModel):
         "The variant's name, or a readable name of the refused candidate."
         return self.variant.name if self.variant else ','.join(f'{self.group}.{k}={v}' for k, v in self.changes.items())
 
-def plan_study(recipe:Recipe|str, topology:str|None=None, groups=None, overrides:dict|None=None, *,
+def plan_study(recipe:Recipe, topology:str|None=None, groups=None, overrides:dict|None=None, *,
                include_baseline:bool=True, custom:dict|None=None) -> list[Planned]:
     "Recipe, baseline, then one-group variants of the recipe (custom candidates replace the defaults of their group)."
-    recipe = load_recipe(recipe) if isinstance(recipe, str) else recipe
     rv = recipe_variant(recipe, topology)
     plan = [Planned(group='recipe', variant=rv)]
     if include_baseline:

@@ -16,7 +16,7 @@ from ..sim import evaluate, model_pricing, shipped_validation, sim_versions, var
 from ..sim import band_of, partly_modelled, unmodelled
 
 # %% auto #0
-__all__ = ['POINT_FORMAT', 'cached_point', 'SimTarget', 'refit']
+__all__ = ['POINT_FORMAT', 'cached_point', 'SimTarget', 'refit_measured']
 
 # %% ../../nbs/05_targets/02_sim.ipynb #1bd8c104
 POINT_FORMAT = 1      # bump when what a stored point holds changes
@@ -115,7 +115,7 @@ class SimTarget(BaseTarget):
         return search_sla_max(lambda c: self.point(v, c, telemetry_ms=None), sla)
 
 # %% ../../nbs/05_targets/02_sim.ipynb #eb5f0567
-def refit(measured:list[BenchResult], setup_of, *, physics=None, observe=DEFAULT_REFIT, store:bool=False,
+def refit_measured(measured:list[BenchResult], setup_of, *, physics=None, observe=DEFAULT_REFIT, store:bool=False,
           **kw) -> Calibration:
     "Refit one model's factors on measured (or published) results, the step physics held (default: the shipped one)."
     from workbench.sim import StepPhysics

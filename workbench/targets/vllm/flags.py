@@ -13,7 +13,7 @@ from .target import worker_flags
 from .engine import run_probe
 
 # %% auto #0
-__all__ = ['WorkerFlags', 'recipe_workers', 'judge', 'FlagReport', 'validate_flags', 'validate_recipes']
+__all__ = ['WorkerFlags', 'recipe_workers', 'flags_verdict', 'FlagReport', 'validate_flags', 'validate_recipes']
 
 # %% ../../../nbs/05_targets/vllm/02_flags.ipynb #b53ad924
 class WorkerFlags(BaseModel):
@@ -72,7 +72,7 @@ def _read_vs_expected(read:dict, expect:dict) -> list[str]:
             else got.get(k)) != want: out.append(f'{k}: parser read {got.get(k)!r}, recipe says {want!r}')
     return out
 
-def judge(w:WorkerFlags, verdict:dict) -> dict:
+def flags_verdict(w:WorkerFlags, verdict:dict) -> dict:
     """One row: the worker, whether its flags pass, undeclared problems, declared drift seen, stale declarations,
     read-back mismatches."""
     probs = verdict['problems']
@@ -104,7 +104,7 @@ class FlagReport(BaseModel):
 def validate_flags(workers:list[WorkerFlags], timeout_s:float=600) -> FlagReport:
     "Parse every worker's flags with the real dynamo.vllm / vLLM parser (in the vLLM venv) and judge each."
     res = run_probe([w.args for w in workers], timeout_s=timeout_s)
-    return FlagReport(versions=res['versions'], rows=[judge(w, v) for w, v in zip(workers, res['verdicts'])])
+    return FlagReport(versions=res['versions'], rows=[flags_verdict(w, v) for w, v in zip(workers, res['verdicts'])])
 
 def validate_recipes(models=None, timeout_s:float=600) -> FlagReport:
     "`validate_flags` over every topology of every recipe (`models`: all by default), recipe variant and baseline."
