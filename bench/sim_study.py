@@ -46,13 +46,13 @@ def _setup(model, requests, i):
 def prepare(args):
     "Build the timing profiles of variant i, then its pilot replay (the prefill prices), in a worker process: (profile cpu, pilot cpu)."
     model, requests, i = args
-    from workbench.sim.engine import engine_args, prefill_prices
+    from workbench.sim.engine import engine_args, pool_prefill_prices
     c = time.process_time()
     if (s := _setup(model, requests, i)) is None: return 0.0, 0.0
     v, st, p = s
     for w in st.workers: engine_args(st, w, p)
     c1 = time.process_time()
-    prefill_prices(st)
+    pool_prefill_prices(st)
     return c1 - c, time.process_time() - c1
 
 def replay(args):

@@ -9,9 +9,10 @@ from pathlib import Path
 CODE = """
 import json, sys
 from workbench.targets.sim import SimTarget
+from workbench.domain.loading import load_recipe
 from workbench.domain.variants import recipe_variant, baseline
 model, topology, c, base = sys.argv[1], sys.argv[2] or None, int(sys.argv[3]), sys.argv[4] == 'baseline'
-r = SimTarget(requests=200, progress=False).point((baseline if base else recipe_variant)(model, topology), c, telemetry_ms=None)
+r = SimTarget(requests=200, progress=False).point((baseline if base else recipe_variant)(load_recipe(model), topology), c, telemetry_ms=None)
 print('RESULT ' + json.dumps({'metrics': {k: m.model_dump() for k, m in r.metrics.items()}, 'reuse': r.prefix_cache_hit_rate,
                               'band': r.error_band, 'repeat': r.extra.get('repeat_band'), 'tok_s_gpu': r.output_tok_s_per_gpu}))
 """

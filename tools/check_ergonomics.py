@@ -1,7 +1,8 @@
 """Ergonomics of the generated package, checked in `make lint-nbs` (as aiperf's tools/check_ergonomics.py does for aiperf).
 
 Rules: a function is at most 80 lines; it takes at most 4 positional parameters (`self`/`cls` not counted),
-the rest keyword-only; class names are unique across the package; a module is at most 500 lines; a line is at most
+the rest keyword-only; class names are unique across the package, and so are the other public top-level names (functions
+and constants; `main`, a script's entry point, excepted); a module is at most 500 lines; a line is at most
 120 characters (nbdev writes two things itself, left out: the module docstring, from the notebook's description, and
 `__all__`).
 `tools/ergonomics_baseline.txt` lists known exceptions, one `rule path:name` a line; an entry that no longer
@@ -47,15 +48,27 @@ def long_lines(src:str, tree) -> list[int]:
     gen = _generated_lines(tree)
     return [i for i, l in enumerate(src.splitlines(), 1) if len(l) > MAX_LINE and i not in gen]
 
+ENTRY_POINTS = {'main'}
+
+def _public(tree):
+    "Public top-level function and constant names of a module (classes have their own rule)."
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)): yield node.name
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                if isinstance(t, ast.Name) and t.id != '__all__': yield t.id
+
 def violations(files=None) -> list[str]:
     "Every rule broken in `files`, as 'rule path:name (detail)' keyed by 'rule path:name'."
-    out, classes = [], defaultdict(list)
+    out, classes, names = [], defaultdict(list), defaultdict(list)
     for p in files or _files():
         rel = p.relative_to(ROOT).as_posix()
         src = p.read_text()
         n, tree = len(src.splitlines()), ast.parse(src, rel)
         if n > MAX_MODULE_LINES: out.append(f'module-lines {rel}:{p.stem} ({n} lines > {MAX_MODULE_LINES})')
         if ls := long_lines(src, tree): out.append(f'line-length {rel}:{p.stem} ({len(ls)} line(s) > {MAX_LINE}: lines {ls[:5]})')
+        for name in set(_public(tree)) - ENTRY_POINTS:
+            if not name.startswith('_'): names[name].append(rel)
         for name, node in _defs(tree):
             if isinstance(node, ast.ClassDef): classes[node.name].append(rel); continue
             lines = node.end_lineno - node.lineno + 1
@@ -64,6 +77,9 @@ def violations(files=None) -> list[str]:
                 out.append(f'positional-params {rel}:{name} ({k} positional > {MAX_POSITIONAL}: make the rest keyword-only)')
     for name, where in sorted(classes.items()):
         if len(where) > 1: out.append(f'class-names {where[0]}:{name} (also in {", ".join(where[1:])})')
+    for name, where in sorted(names.items()):
+        if len(where) > 1: out.append(f'public-names {sorted(where)[0]}:{name} (also in {", ".join(sorted(where)[1:])}: '
+                                      'one name, one thing)')
     return out
 
 def key(v:str) -> str: return v.split(' (')[0]

@@ -123,7 +123,7 @@ display(table(so.excluded_table(out)))
 # against the recipe; saved as PNG and SVG and logged to the study's MLflow run.
 
 # %%
-charts = so.study_charts(out, recipe, out_dir)
+charts = so.save_study_charts(out, recipe, out_dir)
 for c in charts.values(): display(c)
 
 # %% [markdown]

@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 from ..base.core import WorkbenchError, content_hash
 from .verdict import CheckResult, SIMULATED_NA, passed, failed, not_applicable
-from .endpoint import Reply, api_base, chat, client
+from .endpoint import Reply, api_base, chat, http_client
 
 # %% auto #0
 __all__ = ['NAMES', 'ITEMS', 'SHORT_SUFFIX', 'LONG_SUFFIX', 'SHORT_TEMPLATES', 'Problem', 'arithmetic_set', 'eval_set_id',

@@ -15,7 +15,7 @@ from .verdict import CheckResult, passed, failed, not_applicable
 
 # %% auto #0
 __all__ = ['SMOKE_PROMPT', 'FINISH_REASONS', 'THINK_MARKUP', 'TOOL_MARKUP', 'WEATHER_TOOL', 'TOOL_PROMPT', 'REASONING_PROMPT',
-           'api_base', 'Reply', 'reply_of_stream', 'client', 'chat', 'recorded_endpoint', 'fixtures_dir',
+           'api_base', 'Reply', 'reply_of_stream', 'http_client', 'chat', 'recorded_endpoint', 'fixtures_dir',
            'load_fixture', 'fixture_handler', 'check_models', 'judge_reply', 'smoke_checks', 'judge_reasoning',
            'judge_tool_calls', 'parser_checks', 'parsers_from_args']
 
@@ -93,7 +93,7 @@ def reply_of_stream(lines:Iterable[str]) -> Reply:
     return r
 
 # %% ../../nbs/04_checks/02_endpoint.ipynb #826ccc8d
-def client(base_url:str, timeout:float=300.) -> httpx.Client:
+def http_client(base_url:str, timeout:float=300.) -> httpx.Client:
     "An httpx client rooted at `base_url`'s `/v1`."
     import httpx                          # imported on first use: httpx pulls in rich and click (about 2 s)
     return httpx.Client(base_url=api_base(base_url), timeout=httpx.Timeout(timeout, connect=10.))

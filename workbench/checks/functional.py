@@ -8,13 +8,13 @@ from typing import Callable, Iterable
 from pydantic import BaseModel, Field
 from ..domain.results import SIMULATED_ENGINES
 from .verdict import Status, SIMULATED_NA, CheckResult, passed, failed, not_applicable, Verdict
-from .endpoint import client, smoke_checks, parser_checks, parsers_from_args, check_models
+from .endpoint import http_client, smoke_checks, parser_checks, parsers_from_args, check_models
 from .accuracy import (Problem, AnswerSheet, Thresholds, arithmetic_set, run_eval, score,
                                        accuracy_checks,
                                        agreement_check, gsm8k_check)
 
 # %% auto #0
-__all__ = ['ACCURACY_CHECKS', 'run_checks', 'Gate', 'gate']
+__all__ = ['ACCURACY_CHECKS', 'run_checks', 'Gate', 'check_gate']
 
 # %% ../../nbs/04_checks/00_functional.ipynb #fadb035b
 ACCURACY_CHECKS = ('accuracy.arith', 'accuracy.degenerate', 'accuracy.agreement')
@@ -35,7 +35,7 @@ def run_checks(base_url:str|None, served_name:str, engine:str, *, variant:str=''
                           'no endpoint: this target replays timing only', simulated=sim)
         checks += _all_na(ACCURACY_CHECKS, acc_na or 'no endpoint', simulated=sim)
         return Verdict(variant=variant, variant_hash=variant_hash, checks=checks), None
-    with client(base_url, timeout) as cl:
+    with http_client(base_url, timeout) as cl:
         checks += [c.model_copy(update={'simulated': sim}) for c in smoke_checks(cl, served_name)]
         if any(c.failed for c in checks):
             checks += _all_na(('parser.reasoning', 'parser.tool_call') + ACCURACY_CHECKS,
@@ -96,7 +96,7 @@ class Gate(BaseModel):
                                      for c in v.checks} if v else {})))
         return pd.DataFrame(rows)
 
-def gate(verdicts:Iterable[Verdict|dict], variants:Iterable[tuple[str, str]]|None=None,
+def check_gate(verdicts:Iterable[Verdict|dict], variants:Iterable[tuple[str, str]]|None=None,
          exclude_unchecked:bool=True) -> Gate:
     "Mark failed variants (and, by default, variants without a verdict) as excluded, with the reason."
     vs = [v if isinstance(v, Verdict) else Verdict.model_validate(v) for v in verdicts]

@@ -27,13 +27,13 @@ from ..domain.metrics import QUANTITIES, GPU_TPS, ISL, ITL_P50, OSL, TTFT_P50, U
 from ..tracking import lineage
 
 # %% auto #0
-__all__ = ['LEDGER_METRICS', 'LABELS', 'rms_band', 'sim_setup', 'LedgerPoint', 'ledger_points', 'point_sources', 'versions_of',
-           'ledger', 'ledger_table', 'ledger_brief', 'error_summary', 'ledger_chart', 'band_rows', 'ledger_bands',
-           'current_version', 'record', 'drift', 'ledger_held_out', 'show']
+__all__ = ['LEDGER_METRICS', 'LEDGER_LABELS', 'rms_band', 'sim_setup', 'LedgerPoint', 'ledger_points', 'point_sources',
+           'versions_of', 'ledger', 'ledger_table', 'ledger_brief', 'error_table', 'ledger_chart', 'band_rows',
+           'ledger_bands', 'current_version', 'record', 'drift', 'ledger_held_out', 'show']
 
 # %% ../../nbs/08_evidence/01_ledger.ipynb #163b0a2c
 LEDGER_METRICS = (GPU_TPS, TTFT_P50, ITL_P50, USER_TPS_P50)
-LABELS = {k: QUANTITIES[k].label for k in LEDGER_METRICS}
+LEDGER_LABELS = {k: QUANTITIES[k].label for k in LEDGER_METRICS}
 
 def rms_band(log_errors) -> float|None:
     "exp(RMS of log errors) - 1: a summary of how far predictions were off (None when there are none)."
@@ -190,9 +190,9 @@ def ledger_table(df:pd.DataFrame) -> pd.DataFrame:
     cols = {}
     for m in LEDGER_METRICS:
         if ('measured', m) not in w: continue
-        cols[f'{LABELS[m]} measured'] = w[('measured', m)].astype(float).round(1)
-        cols[f'{LABELS[m]} predicted'] = w[('predicted', m)].astype(float).round(1)
-        cols[f'{LABELS[m]} error'] = w[('error', m)].astype(float).map(_pct)
+        cols[f'{LEDGER_LABELS[m]} measured'] = w[('measured', m)].astype(float).round(1)
+        cols[f'{LEDGER_LABELS[m]} predicted'] = w[('predicted', m)].astype(float).round(1)
+        cols[f'{LEDGER_LABELS[m]} error'] = w[('error', m)].astype(float).map(_pct)
     out = pd.DataFrame(cols).reset_index().drop(columns='run_id')
     return out[[c for c in out.columns if c != 'note'] + ['note']]
 
@@ -210,7 +210,7 @@ def ledger_brief(df:pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     eng = t.engine.nunique() > 1
     out = t[['variant', 'concurrency', *(['engine'] if eng else []),
              'calibration']].rename(columns={'concurrency': 'c'})
-    for l in (LABELS[m] for m in LEDGER_METRICS if f'{LABELS[m]} measured' in t):
+    for l in (LEDGER_LABELS[m] for m in LEDGER_METRICS if f'{LEDGER_LABELS[m]} measured' in t):
         out[l] = [_cell(a, b, e) for a, b, e in zip(t[f'{l} measured'], t[f'{l} predicted'], t[f'{l} error'])]
     notes = [line for v, c, g, n in t[['variant', 'concurrency', 'engine',
                                        'note']].drop_duplicates().itertuples(index=False) if n
@@ -218,11 +218,12 @@ def ledger_brief(df:pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
                                        break_on_hyphens=False, break_long_words=False)]
     return out, notes
 
-def error_summary(df:pd.DataFrame) -> pd.DataFrame:
+def error_table(df:pd.DataFrame) -> pd.DataFrame:
     """Error by setting group and calibration version per metric: points, mean signed error, band (exp(RMS log error) -
     1)."""
     d = df.dropna(subset=['error'])
-    rows = [{'group': g, 'calibration': c, 'metric': LABELS[m], 'points': len(x), 'mean error': _pct(x.error.mean()),
+    rows = [{'group': g, 'calibration': c, 'metric': LEDGER_LABELS[m], 'points': len(x),
+             'mean error': _pct(x.error.mean()),
              'band': _pct(rms_band([math.log1p(e) for e in x.error])).lstrip('+')}
             for (g, c, m), x in d.groupby(['group', 'calibration', 'metric'], sort=True)]
     return pd.DataFrame(rows)
@@ -231,7 +232,8 @@ def error_summary(df:pd.DataFrame) -> pd.DataFrame:
 def ledger_chart(df:pd.DataFrame, *, title:str|None=None):
     "Each point's prediction error per metric, by setting group, coloured by calibration version (an altair chart)."
     alt = load_altair()
-    d = df.dropna(subset=['error']).assign(error_pct=lambda x: 100*x.error, metric_label=lambda x: x.metric.map(LABELS),
+    d = df.dropna(subset=['error']).assign(error_pct=lambda x: 100*x.error,
+                                           metric_label=lambda x: x.metric.map(LEDGER_LABELS),
                                            point=lambda x: x.variant + ' @c' + x.concurrency.astype(str))
     base = alt.Chart(d)
     dots = base.mark_circle(size=80, opacity=0.8).encode(
@@ -291,7 +293,7 @@ def record(model:str, df:pd.DataFrame, *, charts=(), bands_table:pd.DataFrame|No
     rid = tracking.retry(c.create_run, eid, run_name=f'ledger {time.strftime("%Y-%m-%d %H:%M")}',
                           tags={'workbench.kind': 'ledger', 'workbench.model': model,
                                 **lineage.source_tags(f'workbench ledger {model}')}).info.run_id
-    summ = error_summary(df)
+    summ = error_table(df)
     tracking.log_texts(c, rid, {'ledger.csv': df.to_csv(index=False), 'summary.csv': summ.to_csv(index=False),
                                 **({'bands.csv': bands_table.to_csv(index=False)} if bands_table is not None else {})},
                        'ledger')
@@ -319,7 +321,7 @@ def drift(df:pd.DataFrame, *, threshold:float=0.10) -> list[str]:
         if not len(ea) or not len(eb): continue
         ga, gb = (math.exp(sum(map(math.log1p, e))/len(e)) for e in (ea, eb))
         if abs(gb/ga - 1) > threshold:
-            out.append(f'drift: {LABELS[m]} error moved {100*(gb/ga - 1):+.0f}% (relative) from {old} to {new}: '
+            out.append(f'drift: {LEDGER_LABELS[m]} error moved {100*(gb/ga - 1):+.0f}% (relative) from {old} to {new}: '
                        'predicted/measured '
                        f'{ga:.2f} -> {gb:.2f} on {len(eb)} point(s). Fix: refit the calibration from the new points '
                        f'(workbench calibrate {d.model.iloc[0]} --from-ledger)')
@@ -357,7 +359,7 @@ def show(model:str, *, include_mocker:bool=False, chart=None, tracking_uri:str|N
                  '',
                  'error by setting group and calibration version'
                  + (' (a ledger refit is in-sample on its own points):' if cur.startswith('ledger:') else ':'),
-                 report.text_table(error_summary(df), drop=()), '',
+                 report.text_table(error_table(df), drop=()), '',
                  f'point bands, published points alone and with the ledger ({basis}):', report.text_table(bt, drop=()),
                  '',
                  *(drift(df) or ['drift: none (one image/engine release, or the error moved less than 10%)']),

@@ -341,7 +341,7 @@ def _log(s, recipe:Recipe, r:BenchResult, v:Variant, *, src:dict) -> tuple[str, 
               'import.sha256': src['sha256']}
     rid = tracking.log_point(s, r, recipe.sla, settings=v.settings(), group=group, point=point,
                              recipe_version=recipe.recipe_version, image=src['image'],
-                             label=layout.label(group, v.changes, v.name), params=params, exports=exports,
+                             label=layout.variant_label(group, v.changes, v.name), params=params, exports=exports,
                              bundle=reproduce.point_bundle(v, r, r.target, study=s.study,
                                                            manifests=src.get('manifests'), source=src))
     tracking.log_batch(s.client, rid, tags={'workbench.source': 'import',

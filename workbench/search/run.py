@@ -28,7 +28,7 @@ from ..domain.metrics import COL_GPU_TPS, COL_TTFT, COL_USER_TPS, OUTPUT_TPS, TT
 
 # %% auto #0
 __all__ = ['SEARCH_HEADERS', 'log_points', 'search_metrics', 'log_tables', 'frontier_chart', 'write_winner', 'load_winner',
-           'live_prediction', 'validate_top', 'search_table', 'recommendation_text', 'summary_text', 'SearchRun',
+           'live_prediction', 'validate_top', 'search_table', 'recommendation_text', 'search_summary', 'SearchRun',
            'storage_arg', 'SearchValidation', 'run_search']
 
 # %% ../../nbs/07_search/01_run.ipynb #14505eb4
@@ -309,7 +309,7 @@ def recommendation_text(out:SearchOutcome, decision:dict) -> str:
     return (f"Recommendation: KEPT: {w.label} leads the search ({decision['reason']})"
             + (f"; the recipe's {r.label} is faster still (see where the search lands)" if below else ''))
 
-def summary_text(out:SearchOutcome, validation:pd.DataFrame|None=None, decision:dict|None=None, *, link:str='',
+def search_summary(out:SearchOutcome, validation:pd.DataFrame|None=None, decision:dict|None=None, *, link:str='',
                  files:dict|None=None,
                  refused_csv:Path|None=None) -> str:
     """Plain-text summary of a search within 120 columns: speed, ranking, references, landing, cost, recommendation,
@@ -440,7 +440,7 @@ def run_search(spec:SearchSpec, budget:SearchBudget=SearchBudget(), *, validate:
                              if val is not None and len(val) else None)
         files['summary'] = folder/'summary.txt'
         link = layout.run_url(layout.ui_base(s.uri), s.experiment_id, s.run_id)
-        text = summary_text(out, val, decision, link=link, files=files, refused_csv=tables['refused'])
+        text = search_summary(out, val, decision, link=link, files=files, refused_csv=tables['refused'])
         files['summary'].write_text(text + '\n')
         tracking.log_texts(s.client, s.run_id, {'summary.txt': text})
         tracking.log_batch(s.client, s.run_id, tags={'workbench.search.recommendation': ('kept: ' if decision['keep']

@@ -20,8 +20,8 @@ from .readout import report_metrics, result_from_report
 # %% auto #0
 __all__ = ['WARMUP_SEED', 'WARMUP_IDS', 'ROUTERS', 'TELEMETRY_MS', 'PILOT_PER_WORKER', 'PILOT_FORMAT', 'accept_rates',
            'position_rates', 'implied_length', 'SimWorker', 'SimWorkload', 'over_context', 'workload_trace', 'SimSetup',
-           'host_blocks', 'offload_patch', 'pool_profile', 'engine_args', 'replay', 'prefill_prices', 'measured_count',
-           'simulate']
+           'host_blocks', 'offload_patch', 'pool_profile', 'engine_args', 'replay', 'pool_prefill_prices',
+           'measured_count', 'simulate']
 
 # %% ../../nbs/02_sim/03_engine.ipynb #7998cf28
 def accept_rates(acceptance_length:float, k:int) -> list[float]:
@@ -367,7 +367,7 @@ def replay(setup:SimSetup, concurrency:int, *, pricing:Pricing|None=None, prices
     os.environ.setdefault('DYN_LOG', 'error')
     from dynamo.replay import TelemetryOptions
     if concurrency < 1: raise WorkbenchError(f'concurrency {concurrency}', 'simulate', 'use a concurrency >= 1')
-    pp = prefill_prices(setup) if prices == 'auto' else (prices or {})
+    pp = pool_prefill_prices(setup) if prices == 'auto' else (prices or {})
     kw = dict(replay_concurrency=concurrency, router_mode=ROUTERS[setup.router], capture_per_request=True, **replay_kw)
     if telemetry_ms: kw['telemetry_options'] = TelemetryOptions(sample_interval_ms=telemetry_ms)
     if (rc := _router_config(setup.router)) is not None: kw['router_config'] = rc
@@ -379,7 +379,7 @@ def replay(setup:SimSetup, concurrency:int, *, pricing:Pricing|None=None, prices
     else: kw.update(extra_engine_args=eargs['agg'], num_workers=setup.pool('agg').replicas)
     return _run_engine(setup, kw, replay_kw), eargs
 
-def prefill_prices(setup:SimSetup) -> dict[str, dict]:
+def pool_prefill_prices(setup:SimSetup) -> dict[str, dict]:
     """Per prefilling pool, what its prefill curve needs from the workload's prompts (`timing.prefill_prices`; a
     deterministic pilot replay, cached)."""
     pilot = setup.model_copy(update={'router': 'round-robin'})
@@ -433,7 +433,7 @@ def simulate(setup:SimSetup, concurrency:int, *, pricing:Pricing|None=None, vari
     """Replay `setup` at `concurrency` on the DynoSim engine and return a simulated `BenchResult` with its operational
     signals."""
     t0 = time.time()
-    pp = prefill_prices(setup)
+    pp = pool_prefill_prices(setup)
     rep, eargs = replay(setup, concurrency, pricing=pricing, prices=pp, patch=patch, telemetry_ms=telemetry_ms,
                         **replay_kw)
     wall, s, n = time.time()-t0, rep.summary, measured_count(setup.workload)

@@ -20,7 +20,7 @@ from ..domain.metrics import COL_SLA_GPU_TPS, COL_TTFT, COL_USER_TPS, OUTPUT_TPS
 # %% auto #0
 __all__ = ['METRICS', 'FAILING', 'VERDICTS', 'CHART_PX', 'LABEL_PX', 'FONT_PX', 'ROW_PX', 'BatchPoint', 'Spread', 'pooled_cv',
            'run_spread', 'multiplier', 'pairs', 'paired_spread', 'Noise', 'noise', 'Finding', 'Limit', 'tolerance',
-           'judge', 'gate', 'exit_code', 'cases', 'write_junit', 'md_table', 'findings_table', 'markdown', 'gate_chart',
+           'judge', 'gate', 'exit_code', 'cases', 'write_junit', 'md_table', 'gate_table', 'markdown', 'gate_chart',
            'save_gate_chart', 'html_page']
 
 # %% ../../nbs/06_studies/05_gate.ipynb #d5ab46ee
@@ -340,7 +340,7 @@ def md_table(df:pd.DataFrame) -> str:
     return '\n'.join(['| ' + ' | '.join(map(cell, r.columns)) + ' |', '|' + '---|'*len(r.columns)]
                      + ['| ' + ' | '.join(map(cell, row)) + ' |' for row in r.itertuples(index=False)])
 
-def findings_table(findings:list[Finding]) -> pd.DataFrame:
+def gate_table(findings:list[Finding]) -> pd.DataFrame:
     """The judged metrics, one row each: entry, case, metric, reference, now, change (%), tolerance and its repeat band
     and noise parts, verdict."""
     pm = lambda x: '' if x is None else f'\u00b1{100*x:.1f}%'
@@ -380,7 +380,7 @@ def markdown(current:dict, findings:list[Finding], reference:dict|None=None, *, 
                     'calibrated), never measured.', '']
     out += ['### Regressions and failures', ''] + ([f'- {l}' for l in bad] or ['None.']) + ['']
     if unjudged: out += [f'### Not judged ({len(unjudged)})', ''] + [f'- {l}' for l in unjudged] + ['']
-    out += ['### Every comparison', '', md_table(findings_table(findings)), '']
+    out += ['### Every comparison', '', md_table(gate_table(findings)), '']
     judged = [f.line for f in findings if f.kind == 'metric' and f.tolerance is not None]
     if judged: out += ['<details><summary>How each tolerance was set (every judged line)</summary>', '', *[f'- {l}'
             for l in judged], '',
@@ -459,7 +459,7 @@ def html_page(current:dict, findings:list[Finding], reference:dict|None=None, *,
     body = [f"<h1>Batch {esc(str(current.get('batch')))}: {VERDICTS[code]} (exit {code})</h1>",
             f'<p>{_code_html(_reference_line(reference, accepting))}</p>',
             '<h2>Regressions and failures</h2>', ''.join(f'<p>{_code_html(l)}</p>' for l in bad) or '<p>None.</p>', img,
-            '<h2>Every comparison</h2>', html_table(findings_table(findings))]
+            '<h2>Every comparison</h2>', html_table(gate_table(findings))]
     body += [f'<h2>Published vs reproduced: {esc(e)}</h2>{html_table(pd.DataFrame(rows))}' for e,
              rows in (current.get('published') or {}).items()]
     links = {**(current.get('links') or {}), **(reports or {})}

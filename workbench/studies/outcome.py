@@ -12,7 +12,7 @@ from ..domain.recipes import Recipe
 from ..domain.loading import load_recipe
 from ..domain.variants import GROUPS, recipe_variant, baseline, variant
 from ..domain.results import BenchResult, SLA, sla_verdict, user_tok_s, is_finding
-from ..checks.functional import gate
+from ..checks.functional import check_gate
 from ..tracking import runs as tracking, naming as layout
 from . import report, findings as fd
 from .charts import save_chart
@@ -21,12 +21,12 @@ from .study import KV_EVENTS, StudyOutcome, candidates, generic_candidates
 
 # %% auto #0
 __all__ = ['results_table', 'sla_best_table', 'best_per_group', 'published_vs_reproduced', 'excluded_table', 'recipe_summary',
-           'study_intro', 'sla_text', 'study_deltas', 'study_charts', 'study_findings', 'summary_text']
+           'study_intro', 'sla_text', 'study_deltas', 'save_study_charts', 'study_findings', 'summary_text']
 
 # %% ../../nbs/06_studies/02a_outcome.ipynb #b54dc674
 def results_table(out:StudyOutcome) -> pd.DataFrame:
     "One row per point: report columns plus topology, lineage, check verdict and exclusion reason."
-    ex = gate(out.verdicts).excluded if out.verdicts else {}
+    ex = check_gate(out.verdicts).excluded if out.verdicts else {}
     groups = {r.variant: out.meta.get(r.variant_hash, {}).get('group', '') for r in out.results}
     labels = {r.variant: out.meta.get(r.variant_hash, {}).get('label') for r in out.results}
     df = report.results_frame(out.results, out.sla, groups=groups, labels=labels)
@@ -41,7 +41,7 @@ def results_table(out:StudyOutcome) -> pd.DataFrame:
 def sla_best_table(out:StudyOutcome) -> pd.DataFrame:
     """Per variant: its SLA-constrained best (searched by the target when it can, else the best passing point run),
     band, check, modelled."""
-    ex = gate(out.verdicts).excluded if out.verdicts else {}
+    ex = check_gate(out.verdicts).excluded if out.verdicts else {}
     rows = []
     for h, meta in out.meta.items():
         pts = [r for r in out.results if r.variant_hash == h]
@@ -216,7 +216,7 @@ def study_deltas(out:StudyOutcome) -> pd.DataFrame:
                     delta_pct=100*(t.output_tok_s_per_gpu.astype(float)/ref - 1), band_pct=100
                     *t.delta_band.astype(float))
 
-def study_charts(out:StudyOutcome, recipe:Recipe, folder) -> dict:
+def save_study_charts(out:StudyOutcome, recipe:Recipe, folder) -> dict:
     """Pareto, published-vs-reproduced and per-group-delta charts (model and target in every title, provenance and error
     band in every subtitle); saved as PNG+SVG in `folder` and logged to the study run."""
     df = results_table(out)

@@ -9,7 +9,7 @@ import pandas as pd
 from ..base.core import WorkbenchError, load_altair, content_hash
 from ..domain.results import BenchResult, SLA, sla_verdict, band_words, is_finding
 from ..domain.variants import GROUPS
-from ..tracking.naming import label as variant_label
+from ..tracking.naming import variant_label as variant_label
 from ..tracking.runs import provenance_of
 from ..domain.metrics import COL_GPU_TPS, COL_TTFT, COL_USER_TPS, GPU_TPS, ITL, OUTPUT_TPS, TTFT, TTFT_P50
 

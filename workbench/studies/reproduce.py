@@ -25,10 +25,10 @@ from ..tracking import lineage
 
 # %% auto #0
 __all__ = ['BUNDLE_VERSION', 'SECRET_WORDS', 'ENV_PREFIXES', 'COMPARED', 'BAND_OF', 'HOST_SPREAD', 'load_per_core', 'environment',
-           'versions', 'images_of', 'variant_record', 'variant_of', 'spec_from_command', 'workers_from_graph',
+           'target_versions', 'images_of', 'variant_record', 'variant_of', 'spec_from_command', 'workers_from_graph',
            'workload_record', 'acceptance_record', 'target_options', 'local_max_len', 'run_record', 'commands',
-           'point_bundle', 'rerun', 'host_spread', 'sampling', 'repeat_noise', 'compare', 'Reproduction', 'load_bundle',
-           'reproduce']
+           'point_bundle', 'rerun', 'host_spread', 'sampling', 'repeat_noise', 'compare_points', 'Reproduction',
+           'load_bundle', 'reproduce']
 
 # %% ../../nbs/06_studies/04_reproduce.ipynb #3b063b51
 BUNDLE_VERSION = 1
@@ -49,7 +49,7 @@ def environment() -> dict:
             'cpus': os.cpu_count(),
             'load_per_core': load_per_core(), 'host': socket.gethostname(), 'git': lineage.git_sha(), 'env': env}
 
-def versions(target:str) -> dict:
+def target_versions(target:str) -> dict:
     """Package versions (`lineage.package_versions`), and for simulated points the simulator's own (physics, profile
     format)."""
     out = lineage.package_versions()
@@ -255,7 +255,7 @@ def point_bundle(v:Variant, r:BenchResult, target, *, request_count:int|None=Non
          'images': images_of(manifests),
          'workload': workload_record(v, tname, r, request_count=request_count, seed=seed),
          'acceptance': acceptance_record(v),
-         'versions': versions(tname), 'environment': environment(), 'target_options': target_options(target),
+         'versions': target_versions(tname), 'environment': environment(), 'target_options': target_options(target),
          'source': src,
          'run': run_record(v, r, target, graph=src.get('graph'), command=src.get('aiperf_command')),
          'result': {'metrics': all_metrics(r), 'request_count': r.request_count, 'total_gpus': r.total_gpus,
@@ -348,7 +348,7 @@ def repeat_noise(old:BenchResult, new:BenchResult, metric:str, *, loads:tuple=(N
     "Relative tolerance between measured runs `old` and `new` (hosts at `loads` per core) for `metric` (see above)."
     return z*math.sqrt(sum(sampling(r, metric)**2 for r in (old, new)) + sum(host_spread(x)**2 for x in loads))
 
-def compare(old:BenchResult, new:BenchResult, *, exact:bool=False, loads:tuple=(None, None)) -> pd.DataFrame:
+def compare_points(old:BenchResult, new:BenchResult, *, exact:bool=False, loads:tuple=(None, None)) -> pd.DataFrame:
     """Old against new per compared statistic: values, relative change, tolerance ('exact' or a share; hosts at `loads`)
     and whether it holds."""
     from workbench.sim import combine
@@ -448,4 +448,4 @@ def reproduce(run_id:str, *, target:str|None=None, options:dict|None=None, track
     if not exact: notes.append('host load per core: ' + ' -> '.join('unknown' if x is None else f'{x:.2f}'
                                                                     for x in loads))
     return Reproduction(run_id=run_id, target=b['target'], new_target=target or b['target'], old=old, new=new,
-                        table=compare(old, new, exact=exact, loads=loads), exact=exact, notes=notes)
+                        table=compare_points(old, new, exact=exact, loads=loads), exact=exact, notes=notes)

@@ -328,7 +328,7 @@ def _run_variant(s, a:StudyArgs, p:Planned, concs, *, out:StudyOutcome, prog=Non
     """Run, check and log the missing points of one planned variant, reporting each point to `prog` (`stored`: the
     study's SLA maxima so far)."""
     v, target, uri = p.variant, a.target, a.tracking_uri
-    lab = layout.label(p.group, p.changes, v.name)
+    lab = layout.variant_label(p.group, p.changes, v.name)
     out.meta[v.hash] = {'group': p.group, 'topology': v.topology_name, 'base': v.base, 'label': lab}
     ids = {c: point_id(v, target, c, request_count=a.request_count, seed=a.seed, study=s.study) for c in concs}
     keys = {c: i.key for c, i in ids.items()}

@@ -113,7 +113,7 @@ def _http(url:str, body:dict|None=None, timeout_s:float=30.0):
 def smoke_check(url:str, model:str, max_tokens:int=8, timeout_s:float=30.0) -> SmokeVerdict:
     """`/health`, then the checks module's smoke checks: model list, plain and streaming chat completion with usage
     counts."""
-    from workbench.checks.functional import client, smoke_checks
+    from workbench.checks.functional import http_client, smoke_checks
     t0 = time.time()
     try:
         s, t = _http(f'{url}/health', timeout_s=timeout_s)
@@ -122,7 +122,7 @@ def smoke_check(url:str, model:str, max_tokens:int=8, timeout_s:float=30.0) -> S
     items = [SmokeItem(name='health', ok=ok, detail=detail, ms=(time.time()-t0)*1000)]
     t0 = time.time()
     try:
-        with client(url, timeout=timeout_s) as cl:
+        with http_client(url, timeout=timeout_s) as cl:
             res = [(c.name.removeprefix('smoke.'), not c.failed, c.reason) for c in smoke_checks(cl, model, max_tokens)]
     except Exception as e: res = [(n, False, f'{type(e).__name__}: {e}') for n in ('models', 'chat', 'stream')]
     items += [SmokeItem(name=n, ok=ok, detail=d, ms=(time.time()-t0)*1000/len(res)) for n, ok, d in res]

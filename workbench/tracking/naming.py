@@ -13,7 +13,7 @@ from ..domain.metrics import (BAND_KEYS, ERROR_COUNT, GOODPUT, GPU_TPS, ITL, ITL
 
 
 # %% auto #0
-__all__ = ['ROLE_PARAMS', 'CORE_METRICS', 'BAND_ORDER', 'VIEW_METRICS', 'VIEW_PARAMS', 'VIEW_TAGS', 'CLASSIC', 'label',
+__all__ = ['ROLE_PARAMS', 'CORE_METRICS', 'BAND_ORDER', 'VIEW_METRICS', 'VIEW_PARAMS', 'VIEW_TAGS', 'CLASSIC', 'variant_label',
            'run_name', 'changed_params', 'point_params', 'all_metrics', 'core_metrics', 'band_text', 'workload_source',
            'workload_dataset', 'study_view_state', 'view_key', 'ui_base', 'run_url', 'home_url', 'view_url']
 
@@ -22,7 +22,7 @@ def _shown(changes:dict) -> dict:
     "The changes worth naming: no nested configs, no provenance notes (`*_source`), no unset values."
     return {k: v for k, v in changes.items() if not isinstance(v, dict) and not k.endswith('_source') and v is not None}
 
-def label(group:str|None, changes:dict|None, name:str='') -> str:
+def variant_label(group:str|None, changes:dict|None, name:str='') -> str:
     "A variant's short label: 'recipe', 'baseline (disagg)', '<group>: <setting>=<value>, ...'."
     if group in (None, '', 'recipe', 'baseline') or not changes:
         base, _, topo = (name or group or 'recipe').partition('@')
@@ -33,7 +33,7 @@ def label(group:str|None, changes:dict|None, name:str='') -> str:
 
 def run_name(group:str|None, changes:dict|None, concurrency:int, name:str='') -> str:
     "The MLflow run name of one point: '<label> @c<concurrency>'."
-    return f'{label(group, changes, name)} @c{concurrency}'
+    return f'{variant_label(group, changes, name)} @c{concurrency}'
 
 # %% ../../nbs/03_tracking/00_naming.ipynb #9821e0b7
 ROLE_PARAMS = {'tp': ('parallelism', 'tensor_parallel_size'), 'dp': ('parallelism', 'data_parallel_size'),

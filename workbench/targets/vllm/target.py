@@ -13,8 +13,7 @@ from ..k8s.manifests import worker_argv
 from ...domain.results import BenchResult
 from ..aiperf import AIPerfSpec, goodput_from_sla
 from ...checks.functional import (Verdict, CheckResult, smoke_checks, parser_checks, parsers_from_args,
-                                         arithmetic_set, run_eval,
-                              score, accuracy_checks, not_applicable, client)
+                                         arithmetic_set, run_eval, score, accuracy_checks, not_applicable, http_client)
 from ..local import LocalGraph, LocalTarget, run_points
 from ..workers import COMMON
 from ..workers import WorkerSpec
@@ -22,12 +21,12 @@ from .engine import MODEL_KINDS, cpu_model, engine_versions, model_facts, vllm_p
 from .sampler import EngineSampler
 
 # %% auto #0
-__all__ = ['IDENTITY', 'GPU_ONLY', 'GPU_ONLY_ENV', 'GPU_ONLY_KEYS', 'PROVENANCE', 'PROVENANCE_NOTE', 'component_env',
+__all__ = ['MODEL_FLAGS', 'GPU_ONLY', 'GPU_ONLY_ENV', 'GPU_ONLY_KEYS', 'PROVENANCE', 'PROVENANCE_NOTE', 'worker_env',
            'worker_flags', 'split_flags', 'engine_env', 'EngineFlags', 'engine_flags', 'system_port', 'VllmGraph',
            'effective_settings', 'requested_settings', 'engine_differences', 'VllmTarget']
 
 # %% ../../../nbs/05_targets/vllm/00_target.ipynb #64180418
-def component_env(w:Worker, spec:Topology) -> dict[str, str]:
+def worker_env(w:Worker, spec:Topology) -> dict[str, str]:
     "The worker's environment as its container sees it: the graph's env, then the worker's (plain values only)."
     return {k: str(v) for k, v in {**spec.env, **w.env}.items() if not isinstance(v, dict)}
 
@@ -38,11 +37,11 @@ def worker_flags(w:Worker, recipe:Recipe, spec:Topology) -> list[str]:
     if 'dynamo.vllm' not in argv:
         raise WorkbenchError(f'{w.name} runs {argv[:3]}', 'render dynamo.vllm flags',
                              'only dynamo.vllm workers have vLLM flags')
-    env = component_env(w, spec)
+    env = worker_env(w, spec)
     return [string.Template(t).safe_substitute(env) for t in argv[argv.index('dynamo.vllm')+1:]]
 
 # %% ../../../nbs/05_targets/vllm/00_target.ipynb #c882580c
-IDENTITY = ('--model', '--served-model-name', '--revision', '--tokenizer-revision', '--tokenizer', '--code-revision',
+MODEL_FLAGS = ('--model', '--served-model-name', '--revision', '--tokenizer-revision', '--tokenizer', '--code-revision',
             '--max-model-len', '--trust-remote-code', '--load-format', '--kv-events-config')
 GPU_ONLY = {'--quantization': 'the NVFP4/FP8 checkpoint quantization needs the quantized weights and GPU kernels',
             '--attention-backend': 'names a GPU attention kernel (the CPU build picks CPU_ATTN or AMX_MLA)',
@@ -124,7 +123,7 @@ def engine_flags(args:list[str], model:LocalModel, *, device:str='cpu', cores:in
         if (flag, None) in declared or (flag, value) in declared:
             why = next(d.reason for d in drift if d.flag == flag and d.value in (None, value))
             dropped.append(flag); notes.append(f'{shown}: dropped (engine drift: {why})'); continue
-        if flag in IDENTITY:
+        if flag in MODEL_FLAGS:
             if flag not in ('--kv-events-config', '--load-format'): dropped.append(flag)
             if flag == '--max-model-len': notes.append(f'{shown}: the generated model\'s {facts["max_len"]}')
             continue
@@ -359,7 +358,7 @@ class VllmTarget(LocalTarget):
             ws.append(WorkerSpec(role=w.role, count=count, gpus=w.gpus_per_replica, block_size=ef.block_size or 128,
                                  enable_prefix_caching=ef.prefix_caching, vllm_args=ef.args))
             notes += [f'{w.name}: {n}' for n in ef.notes]
-            envs[w.role] = engine_env(component_env(w, topo), self.device, notes, w.name)
+            envs[w.role] = engine_env(worker_env(w, topo), self.device, notes, w.name)
         if self.device == 'cpu' and used >= self.cores:
             notes.append(f'every one of this host\'s {self.cores} cores runs an engine rank: AIPerf, the frontend and '
                          'the worker\'s own process share them, so streamed tokens can reach AIPerf in bursts (its ITL '
@@ -389,7 +388,7 @@ class VllmTarget(LocalTarget):
         fr = parsers_from_args(variant.spec.frontend.args)
         probs = arithmetic_set(self.accuracy_problems, short_max_tokens=self.accuracy_max_tokens,
                                long_max_tokens=self.accuracy_max_tokens)
-        with client(g.url, timeout=600) as cl:
+        with http_client(g.url, timeout=600) as cl:
             checks = smoke_checks(cl, g.model_name)
             for c in parser_checks(cl, g.model_name, rp, tp, simulated=True, max_tokens=self.parser_max_tokens):
                 front = fr[0] if c.name == 'parser.reasoning' else fr[1]
