@@ -4,7 +4,7 @@
 
 # %% ../../nbs/06_studies/07_runner.ipynb #32101cb5
 from __future__ import annotations
-import ast, json, logging, os, signal, sys, textwrap, threading
+import ast, contextlib, json, logging, os, signal, sys, textwrap, threading
 from dataclasses import dataclass
 from pathlib import Path
 from ..base.core import (WorkbenchError, DiskFull, repo_root, runs_dir, runs_root, fs_error, is_disk_full,
@@ -16,8 +16,8 @@ from ..domain.metrics import OUTPUT_TPS
 
 
 # %% auto #0
-__all__ = ['study_notebook', 'parse_params', 'notebook_parameters', 'parameters_help', 'check_params', 'PlannedRun', 'preflight',
-           'StudyStopped', 'show_event', 'execute', 'run_notebook']
+__all__ = ['KERNEL_LOG', 'study_notebook', 'parse_params', 'notebook_parameters', 'parameters_help', 'check_params', 'PlannedRun',
+           'preflight', 'StudyStopped', 'show_event', 'execute', 'run_notebook']
 
 # %% ../../nbs/06_studies/07_runner.ipynb #a9a91f0d
 def study_notebook(model:str) -> Path:
@@ -195,6 +195,9 @@ def show_event(ev:dict, *, quiet:bool=False, shown:set|None=None):
         print(prog.line(ev), file=sys.stderr, flush=True)
     elif not quiet: print(prog.line(ev), flush=True)
 
+# the kernel process's own stderr, in the study folder
+KERNEL_LOG = 'kernel.log'
+
 class _Stopped(Exception):
     "No cell starts after a Ctrl-C (raised by `_CtrlC.before_cell` inside papermill)."
 
@@ -209,13 +212,15 @@ class _CtrlC:
     kernel at once."""
     # their dead-kernel and pending-task messages, silenced after a Ctrl-C
     LOGGERS = ('papermill', 'traitlets', 'nbclient', 'asyncio')
-    def __init__(self): self.kernels, self.hits, self.levels = [], 0, {}
+    def __init__(self, stderr=None): self.kernels, self.hits, self.levels, self.stderr = [], 0, {}, stderr
 
     def manager_class(self):
-        "The IPC kernel manager class, its kernels recorded so that a Ctrl-C reaches them."
+        """The IPC kernel manager class, its kernels recorded so that a Ctrl-C reaches them, and their own stderr (the
+        kernel's log lines, its shutdown chatter) sent to `stderr` when given."""
         ctl = self
         class Manager(ipc_kernel_manager()):
             async def start_kernel(self, **kw):
+                if ctl.stderr is not None: kw.setdefault('stderr', ctl.stderr)
                 ctl.kernels.append(self); return await super().start_kernel(**kw)
         return Manager
 
@@ -248,9 +253,23 @@ class _CtrlC:
 
 def _papermill(model:str, out:Path, params:dict):
     """Run `model`'s study notebook into `out` with papermill; Ctrl-C (in the main thread) goes through `_CtrlC`, which
-    ends it with one KeyboardInterrupt."""
+    ends it with one KeyboardInterrupt. The kernel process's own stderr goes to `kernel.log` beside `out`: the terminal
+    shows the study's lines, never the kernel's teardown tracebacks (what a cell raises comes back through
+    papermill)."""
+    path = out.parent/KERNEL_LOG
+    try:
+        with contextlib.ExitStack() as stack:
+            try: log = stack.enter_context(open(path, 'ab'))
+            except OSError: log = None                  # no log file (a full disk): the kernel keeps our stderr
+            _execute_nb(model, out, params, _CtrlC(log))
+    finally:
+        with contextlib.suppress(OSError):
+            if path.stat().st_size == 0: path.unlink()  # nothing said: no file
+
+def _execute_nb(model:str, out:Path, params:dict, ctl:_CtrlC):
+    "papermill's `execute_notebook` of `model`'s study notebook into `out` under `ctl` (see `_papermill`)."
     import papermill as pm
-    ctl, main = _CtrlC(), threading.current_thread() is threading.main_thread()
+    main = threading.current_thread() is threading.main_thread()
     old = signal.signal(signal.SIGINT, ctl.hit) if main else None
     try:
         pm.execute_notebook(str(study_notebook(model)), str(out), parameters=params, cwd=str(repo_root()/'nbs'
