@@ -73,7 +73,7 @@ QUANTITIES = {q.key: q for q in (
              band=USER_TPS),
     Quantity(key=ITL_P50, metric=ITL, stat='p50', label='ITL p50', unit='ms', better='lower', band=ITL))}
 # the error-band keys, with their labels
-BAND_KEYS = {OUTPUT_TPS: 'tok/s/GPU', TTFT: 'TTFT', USER_TPS: 'tok/s/user', ITL: 'ITL'}
+BAND_KEYS = {OUTPUT_TPS: QUANTITIES[GPU_TPS].label, TTFT: 'TTFT', USER_TPS: 'tok/s/user', ITL: 'ITL'}
 # an SLA's per-user statistic -> its quantity
 USER_SPEED = {'p50': USER_TPS_P50, 'avg': USER_TPS_AVG, 'e2e': E2E_USER_TPS}
 
@@ -83,8 +83,8 @@ COL_GPU_TPS = 'output_tok_s_per_gpu'
 COL_USER_TPS = 'user_tok_s'              # per-user speed in the SLA's statistic
 COL_TTFT = 'ttft_p50_ms'                 # TTFT p50, ms
 COL_SLA_GPU_TPS = 'sla_tok_s_gpu'        # the SLA-constrained tok/s/GPU of a variant (its best passing concurrency)
-LABELS = {GPU_TPS: 'tok/s/GPU', COL_GPU_TPS: 'tok/s/GPU', COL_SLA_GPU_TPS: 'tok/s/GPU', COL_USER_TPS: 'tok/s/user',
-          COL_TTFT: 'TTFT p50 ms', **BAND_KEYS, **{k: q.label for k, q in QUANTITIES.items() if k != GPU_TPS}}
+LABELS = {COL_GPU_TPS: BAND_KEYS[OUTPUT_TPS], COL_SLA_GPU_TPS: BAND_KEYS[OUTPUT_TPS], COL_USER_TPS: BAND_KEYS[USER_TPS],
+          COL_TTFT: 'TTFT p50 ms', **BAND_KEYS, **{k: q.label for k, q in QUANTITIES.items()}}
 
 def label(key:str) -> str:
     "How metric, quantity or column `key` prints (the key itself when it has no label)."

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import pandas as pd
 from .trust import MODELLED, coverage, sharpness
-from ..domain.metrics import QUANTITIES, BAND_KEYS, OUTPUT_TPS, PREFIX_HIT, TTFT, USER_TPS
+from ..domain.metrics import QUANTITIES, BAND_KEYS, COL_TTFT, OUTPUT_TPS, PREFIX_HIT, TTFT, USER_TPS, label
 
 # %% auto #0
 __all__ = ['physics_table', 'held_out_table', 'effects_table', 'bands_table', 'coverage_table', 'trust_table', 'repeat_table',
@@ -115,8 +115,8 @@ def sweep_table(doc:dict) -> pd.DataFrame:
                      ttft_p95=df.ttft_p95.round(0),
                      output_token_throughput_per_user=df.output_token_throughput_per_user.round(1),
                      prefix_cache_hit_rate=df.prefix_cache_hit_rate.map(lambda x: f'{x:.1%}')).rename(columns={
-                     OUTPUT_TPS: 'tok/s/GPU', TTFT: 'TTFT p50 ms', 'ttft_p95': 'TTFT p95 ms',
-                     USER_TPS: 'tok/s/user', PREFIX_HIT: 'prefix reuse'})
+                     OUTPUT_TPS: label(OUTPUT_TPS), TTFT: label(COL_TTFT), 'ttft_p95': 'TTFT p95 ms',
+                     USER_TPS: label(USER_TPS), PREFIX_HIT: 'prefix reuse'})
 
 def report_tables(doc:dict) -> list[tuple[str, pd.DataFrame]]:
     "Every table `workbench validate --show` prints, with its title, in order."

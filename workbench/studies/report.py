@@ -12,6 +12,7 @@ from ..domain.variants import GROUPS
 from ..tracking.naming import variant_label as variant_label
 from ..tracking.runs import provenance_of
 from ..domain.metrics import COL_GPU_TPS, COL_TTFT, COL_USER_TPS, GPU_TPS, ITL, OUTPUT_TPS, TTFT, TTFT_P50
+from ..domain.metrics import label as metric_label
 
 # %% auto #0
 __all__ = ['COLUMNS', 'HIDDEN', 'TERMINAL_WIDTH', 'SHORT_HEADERS', 'GROUP_COLORS', 'OTHER_COLORS', 'SHAPES', 'DASHES', 'ORDER',
@@ -183,7 +184,8 @@ def provenance_line(target:str, results:list) -> str:
     return (f"Numbers from the {target} target are MEASURED ({', '.join(sorted(engines)) or 'no engine'})." if engines
             else '')
 
-SHORT_HEADERS = {'concurrency': 'c', COL_GPU_TPS: 'tok/s/GPU', COL_USER_TPS: 'tok/s/user', COL_TTFT: 'TTFT ms',
+SHORT_HEADERS = {'concurrency': 'c', COL_GPU_TPS: metric_label(COL_GPU_TPS), COL_USER_TPS: metric_label(COL_USER_TPS),
+                 COL_TTFT: 'TTFT ms',
                  'sla_passed': 'SLA',
                  # terminal tables: short headers, the same columns
                  'delta_pct': 'change', 'band_pct': 'band', 'not_modelled': 'no number'}

@@ -21,6 +21,7 @@ from ..tracking import runs as tracking
 from ..tracking.query import study_runs
 from . import report
 from ..domain.metrics import COL_GPU_TPS, GOODPUT, ITL, OUTPUT_TPS, REQUEST_LATENCY, TTFT, USER_TPS
+from ..domain.metrics import label as metric_label
 from ..tracking import lineage
 
 # %% auto #0
@@ -323,7 +324,7 @@ def rerun(b:dict, target:str|None=None, options:dict|None=None) -> tuple[BenchRe
     return r, notes
 
 # %% ../../nbs/06_studies/04_reproduce.ipynb #ce028ff5
-COMPARED = ((COL_GPU_TPS, 'avg', 'tok/s/GPU'), (TTFT, 'p50', 'TTFT p50 (ms)'),
+COMPARED = ((COL_GPU_TPS, 'avg', metric_label(COL_GPU_TPS)), (TTFT, 'p50', 'TTFT p50 (ms)'),
             (ITL, 'p50', 'ITL p50 (ms)'), (USER_TPS, 'p50', 'tok/s/user p50'),
             (REQUEST_LATENCY, 'p50', 'latency p50 (ms)'))
 BAND_OF = {COL_GPU_TPS: OUTPUT_TPS}
