@@ -20,7 +20,7 @@ from workbench.domain.loading import load_recipe
 from workbench.domain.metrics import REQUEST_THROUGHPUT, TTFT, USER_TPS
 from workbench.domain.variants import recipe_variant
 from workbench.sim import CAL_SEED, kv_bytes_per_token, model_pricing, simulate, variant_setup
-from workbench.sim import engine as sim_engine
+from workbench.sim import engine as sim_engine, timing
 
 # Motif 3's attention cache per token, from its published config (53 layers: 14 global, 39 sliding-window of 128 keys)
 # and the GDLA layout llama.cpp and vLLM's Motif NIXL patch use (recipes/motif-3/standin/README.md): the global layers
@@ -73,7 +73,6 @@ def priced(pricing, prefill:float=1.0, decode:float=1.0):
 
 def attention_priced(a:float):
     "Price the attention over cached context `a` times, in this process (a child with its own runs folder)."
-    from workbench.sim import timing
     orig = timing.aic_engine
     class Engine:
         def __init__(self, e): self._e = e
@@ -88,10 +87,13 @@ def attention_priced(a:float):
 def hybrid_off(st, pricing, gbps:float, *, capacity:bool, transfer:bool) -> dict:
     """`sweep` with the disaggregated pools holding and sending the hybrid-manager-off cache: `capacity` scales their KV
     blocks by the stand-in's bytes per token per GPU over `HYBRID_OFF_PER_RANK`; `transfer` sends both ranks' caches."""
-    per_gpu = kv_bytes_per_token(st.standin())            # the stand-in's MLA latent, one copy on every rank
-    ws = tuple(w.model_copy(update={'num_gpu_blocks': int(sim_engine.engine_args(st, w)['engine']['num_gpu_blocks']
-                                                          * per_gpu/HYBRID_OFF_PER_RANK)}) if capacity else w
-               for w in st.workers)
+    s = st.standin()
+    def blocks(w) -> int:
+        "The pool's KV blocks (the engine's own estimate) at the hybrid-manager-off bytes per token."
+        own = timing.num_gpu_blocks(s, w.tp, w.block_size, w.gpu_memory_utilization, kv_dtype=w.kv_dtype, dp=w.dp,
+                                    weights_gb=st.weights_gb)
+        return int(own*timing.kv_bytes_per_token_per_gpu(s, w.kv_dtype, w.tp)/HYBRID_OFF_PER_RANK)
+    ws = tuple(w.model_copy(update={'num_gpu_blocks': blocks(w)}) if capacity else w for w in st.workers)
     orig = sim_engine.engine_args
     def sent(*a, **k):
         e = orig(*a, **k)
